@@ -1,0 +1,42 @@
+# forecast-env: `make demo` runs the main job end to end; `make test` runs the suite.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: venv demo test bench lint clean lock
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (set PY=...)"; exit 2; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first: the pinned CPU build; an unpinned torch would pull a multi-GB CUDA build
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m forecast_env.cli.main demo --workspace demo_ws
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest -q -m benchmark tests || true
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check forecast_env corpus_build envs agents eval tests benchmarks
+
+# regenerate the pins from the current venv (run after changing dependencies)
+lock: $(STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v -e '^-e' -e '^torch==' > constraints.txt
+
+clean:
+	rm -rf $(VENV) demo_ws build dist *.egg-info

@@ -1,0 +1,199 @@
+"""Loading and validation of the YAML configuration sections (corpus, events, env, benchmark).
+
+Defaults ship inside the package (`forecast_env/defaults/*.yaml`); `configs/*.yaml` in the repository
+are user-editable copies. A user file may hold one section's keys, or several sections under their
+names (`corpus:`, `events:` ...). `--set key.sub=value` overrides one value (YAML-parsed). Every key
+must exist in the defaults and every value must have the default's type: the error names the file,
+the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forecast_env.errors import ConfigError
+
+SECTIONS = ("corpus", "events", "env", "benchmark")
+
+#: Keys whose values are restricted to a fixed set (dotted path inside the section).
+ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
+    "corpus": {
+        "embed.backend": ("torch", "onnx"),
+        "execution.engine": ("local", "ray"),
+    },
+    "events": {"screen.judge": ("offline", "llm")},
+    "env": {
+        "search_mode": ("hybrid", "dense", "bm25"),
+        "split": ("train", "eval", "all"),
+        "reward_mode": ("episode", "step"),
+    },
+    "benchmark": {"engine": ("local", "ray"), "split": ("train", "eval", "all")},
+}
+
+#: Keys whose value may be null or of another type than the default (dotted path -> accepted types).
+FLEXIBLE: dict[str, dict[str, tuple[type, ...]]] = {
+    "corpus": {
+        "corpus_end": (str, date, type(None)),
+        "corpus_start": (str, date),
+        "embed.truncate_dim": (int, type(None)),
+        "execution.workers": (int, type(None)),
+        "execution.ray_address": (str, type(None)),
+    },
+    "events": {},
+    "env": {},
+    "benchmark": {
+        "workers": (int, type(None)),
+        "llm.model": (str, type(None)),
+    },
+}
+
+
+def default_config(section: str) -> dict[str, Any]:
+    """The packaged defaults of one section."""
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown config section {section!r}; allowed: {', '.join(SECTIONS)}")
+    text = resources.files("forecast_env.defaults").joinpath(f"{section}.yaml").read_text()
+    return yaml.safe_load(text) or {}
+
+
+def _type_ok(default: Any, value: Any, flexible: tuple[type, ...] | None) -> bool:
+    if flexible is not None:
+        return isinstance(value, flexible) and not (isinstance(value, bool) and bool not in flexible)
+    if default is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, (str, date))
+    if isinstance(default, list):
+        return isinstance(value, list)
+    if isinstance(default, dict):
+        return isinstance(value, dict)
+    return True
+
+
+def _merge(section: str, base: dict[str, Any], update: Mapping[str, Any], where: str, prefix: str = "") -> None:
+    for key, value in update.items():
+        path = f"{prefix}{key}"
+        if key not in base:
+            allowed = ", ".join(sorted(str(k) for k in base))
+            raise ConfigError(f"{where}: unknown key {section}.{path!r}; allowed here: {allowed}")
+        default = base[key]
+        flexible = FLEXIBLE.get(section, {}).get(path)
+        if isinstance(default, dict) and flexible is None and default:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}: {section}.{path} must be a mapping, got {value!r}")
+            _merge(section, default, value, where, prefix=f"{path}.")
+            continue
+        if not _type_ok(default, value, flexible):
+            want = " or ".join(t.__name__ for t in flexible) if flexible else type(default).__name__
+            raise ConfigError(f"{where}: {section}.{path} must be {want}, got {value!r}")
+        allowed = ALLOWED.get(section, {}).get(path)
+        if allowed is not None and value not in allowed:
+            raise ConfigError(
+                f"{where}: {section}.{path} = {value!r} is not allowed; choose one of {', '.join(map(str, allowed))}"
+            )
+        if isinstance(default, float) and isinstance(value, int):
+            value = float(value)
+        if isinstance(value, date):
+            value = value.isoformat()
+        base[key] = value
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    return data
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """Parse one `key.sub=value` override (the value is read as YAML: 0.5, true, [1, 2], text)."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set language.min_english_score=0.7")
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def load_config(
+    section: str,
+    files: Iterable[str | Path] | str | Path | None = None,
+    overrides: Sequence[str] | Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Defaults of `section`, updated by each file in turn, then by `overrides`; validated."""
+    cfg = copy.deepcopy(default_config(section))
+    if isinstance(files, (str, Path)):
+        files = [files]
+    for f in files or []:
+        path = Path(f)
+        data = _read_file(path)
+        if any(k in SECTIONS for k in data):
+            unknown = [k for k in data if k not in SECTIONS]
+            if unknown:
+                raise ConfigError(
+                    f"{path}: top-level key {unknown[0]!r} is not a section; allowed: {', '.join(SECTIONS)}"
+                )
+            data = data.get(section) or {}
+        _merge(section, cfg, data, str(path))
+    items: list[tuple[str, Any]]
+    if overrides is None:
+        items = []
+    elif isinstance(overrides, Mapping):
+        items = list(overrides.items())
+    else:
+        items = [parse_override(o) for o in overrides]
+    for key, value in items:
+        if key.startswith(f"{section}."):
+            key = key[len(section) + 1 :]
+        elif key.split(".", 1)[0] in SECTIONS:
+            continue  # an override for another section
+        nested: dict[str, Any] = {}
+        cur = nested
+        parts = key.split(".")
+        for p in parts[:-1]:
+            cur = cur.setdefault(p, {})
+        cur[parts[-1]] = value
+        _merge(section, cfg, nested, f"--set {key}")
+    return cfg
+
+
+def config_hash(cfg: Mapping[str, Any]) -> str:
+    """A short stable hash of a configuration (sorted-key JSON, sha256, 16 hex)."""
+    blob = json.dumps(cfg, sort_keys=True, default=str, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def get(cfg: Mapping[str, Any], dotted: str) -> Any:
+    """Read a dotted key (`quality.c4.min_sentences`) from a loaded config."""
+    cur: Any = cfg
+    for part in dotted.split("."):
+        cur = cur[part]
+    return cur
+
+
+def repo_configs_dir() -> Path | None:
+    """The repository's `configs/` folder when running from a checkout (None in a wheel install)."""
+    here = Path(__file__).resolve().parent.parent / "configs"
+    return here if here.is_dir() else None

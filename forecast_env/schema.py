@@ -1,0 +1,282 @@
+"""Arrow schemas of every table that crosses a stage, and the fixed reason codes.
+
+Defined once here and imported everywhere: a stage talks to the next through Parquet files whose
+schema is one of these, so each stage can be run, tested and rerun alone.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+STR_LIST = pa.list_(pa.string())
+
+# ---------------------------------------------------------------------------------------------
+# Corpus (SPEC section 2)
+# ---------------------------------------------------------------------------------------------
+
+#: One row per kept article, `WS/corpus/articles/YYYY-MM.parquet`, sorted by (day, doc_id).
+ARTICLES = pa.schema(
+    [
+        ("doc_id", pa.string()),  # stable: sha1 of WARC-Record-ID (else URL + crawl time), 16 hex
+        ("url", pa.string()),
+        ("canonical_url", pa.string()),  # <link rel=canonical>, null when absent
+        ("title", pa.string()),
+        ("summary", pa.string()),
+        ("body", pa.string()),
+        ("t_pub", TS),
+        ("t_mod", TS),
+        ("t_crawl", TS),
+        ("t", TS),  # assigned: t_pub, else t_mod, else t_crawl
+        ("t_source", pa.string()),  # pub | mod | crawl
+        ("t_rule", pa.string()),  # the cascade rule that gave `t` (e.g. jsonld_datePublished)
+        ("t_pub_rule", pa.string()),
+        ("t_mod_rule", pa.string()),
+        ("day", pa.date32()),  # UTC day of t
+        ("lang_score", pa.float32()),
+        ("leak_flag", pa.bool_()),
+        ("leak_reason", pa.string()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+    ]
+)
+
+#: Every dropped record, `WS/corpus/dropped/*.parquet`.
+DROPPED = pa.schema(
+    [
+        ("doc_id", pa.string()),  # null when the record never got one (read stage)
+        ("url", pa.string()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+        ("stage", pa.string()),  # one of CORPUS_STAGES
+        ("reason", pa.string()),  # one of CORPUS_REASONS[stage]
+        ("detail", pa.string()),  # free text (e.g. the measured value), may be null
+        ("dup_of", pa.string()),  # dedup stage: doc_id of the earlier article, else null
+    ]
+)
+
+CORPUS_STAGES = ("read", "extract", "lang", "quality", "time", "dedup")
+
+#: Fixed reason codes per corpus stage. Quality codes are prefixed by their filter family.
+CORPUS_REASONS: dict[str, tuple[str, ...]] = {
+    "read": ("http_status", "non_html", "empty_payload", "undecodable", "no_target_uri"),
+    "extract": ("no_body",),
+    "lang": ("not_english",),
+    "quality": (
+        # Gopher quality
+        "gopher_short_doc", "gopher_long_doc", "gopher_mean_word_length", "gopher_symbol_ratio",
+        "gopher_ellipsis_ratio", "gopher_bullet_lines", "gopher_ellipsis_lines", "gopher_alpha_words",
+        "gopher_stop_words",
+        # Gopher repetition
+        "gopher_dup_para_frac", "gopher_dup_para_char_frac", "gopher_dup_line_frac",
+        "gopher_dup_line_char_frac", "gopher_top_2_gram", "gopher_top_3_gram", "gopher_top_4_gram",
+        "gopher_dup_5_gram", "gopher_dup_6_gram", "gopher_dup_7_gram", "gopher_dup_8_gram",
+        "gopher_dup_9_gram", "gopher_dup_10_gram",
+        # C4
+        "c4_lorem_ipsum", "c4_curly_bracket", "c4_too_few_sentences",
+        # FineWeb
+        "fineweb_punct_lines", "fineweb_short_lines", "fineweb_dup_line_chars", "fineweb_newline_ratio",
+    ),
+    "time": ("before_corpus_start", "after_corpus_end"),
+    "dedup": ("dup_canonical_url", "dup_title", "dup_minhash"),
+}
+
+#: Files that could not be read whole (truncated gzip member, unreadable file).
+FILE_ERRORS = pa.schema(
+    [("warc_file", pa.string()), ("error", pa.string()), ("records_read", pa.int64())]
+)
+
+# ---------------------------------------------------------------------------------------------
+# Events (SPEC section 4)
+# ---------------------------------------------------------------------------------------------
+
+#: One row per kept or screened event, `WS/events/events.parquet`.
+EVENTS = pa.schema(
+    [
+        ("event_id", pa.string()),  # "pm-<gamma id>" or "q-<id>" for imported questions
+        ("source", pa.string()),  # polymarket | questions
+        ("slug", pa.string()),
+        ("question", pa.string()),
+        ("description", pa.string()),  # full text as in the snapshot; cut per date when shown
+        ("options", STR_LIST),
+        ("type", pa.string()),  # binary | multi
+        ("category", pa.string()),
+        ("tags", STR_LIST),
+        ("t_start", TS),
+        ("t_close", TS),
+        ("start_day", pa.date32()),
+        ("close_day", pa.date32()),
+        ("label", pa.string()),
+        ("split", pa.string()),  # train | eval | none
+        ("volume", pa.float64()),
+        ("rho", pa.float64()),  # fraction of faithful days
+        ("max_unfaithful_run", pa.int32()),
+        ("mid_share", pa.float64()),  # share of faithful observed days with m(Y) in [0.05, 0.95]
+        ("total_variation", pa.float64()),
+        ("screen_verdict", pa.string()),  # Sufficient | Partial | Insufficient
+        ("screen_leak", pa.bool_()),
+    ]
+)
+
+#: One row per (event, option): the market leg behind each option.
+LEGS = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("option", pa.string()),
+        ("option_index", pa.int32()),
+        ("market_id", pa.string()),
+        ("condition_id", pa.string()),
+        ("token_id", pa.string()),  # the YES token of the leg (binary: token of this outcome)
+        ("leg_start", TS),
+        ("leg_close", TS),
+        ("start_day", pa.date32()),
+    ]
+)
+
+#: Daily market belief per (event, day, option).
+BELIEFS = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("day", pa.date32()),
+        ("option", pa.string()),
+        ("price", pa.float64()),  # scalar market probability: the leg's own UTC-day mean YES price
+        ("belief", pa.float64()),  # normalized over options priced that day; null when unpriced
+        ("complete", pa.bool_()),  # every option priced that day
+        ("n_obs", pa.int32()),
+    ]
+)
+
+#: Daily trade count and share volume per (event, option leg, day).
+TRADES_DAILY = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("option", pa.string()),
+        ("day", pa.date32()),
+        ("n_trades", pa.int32()),
+        ("shares", pa.float64()),
+    ]
+)
+
+#: Forecast schedule, one row per (event, step).
+SCHEDULE = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("step", pa.int32()),  # 1-based
+        ("steps_total", pa.int32()),
+        ("forecast_date", pa.date32()),
+        ("options", STR_LIST),  # options offered that date (legs started by then)
+        ("score", pa.float64()),  # 0.5 * movement + 0.5 * activity (normalized)
+    ]
+)
+
+#: Corpus-side screen verdicts with their evidence.
+SCREEN = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("judge", pa.string()),  # offline | llm:<model>
+        ("tau_star", pa.date32()),
+        ("queries", STR_LIST),
+        ("evidence_doc_ids", STR_LIST),
+        ("verdict", pa.string()),
+        ("leak", pa.bool_()),
+        ("reasons", pa.string()),
+    ]
+)
+
+#: Excluded events (and dropped schedule dates) with stage and reason code.
+EXCLUDED = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+
+EVENT_STAGES = ("parse", "layout", "label", "span", "activity", "signal", "screen", "split", "schedule")
+
+EVENT_REASONS: dict[str, tuple[str, ...]] = {
+    "parse": ("bad_json", "missing_field", "bad_timestamp", "bad_price", "no_price_history"),
+    "layout": ("multi_market_not_negrisk", "no_markets", "negrisk_single_market"),
+    "label": ("unresolved", "multiple_yes", "no_yes"),
+    "span": ("too_short",),
+    "activity": ("low_faithful_share", "long_unfaithful_run"),
+    "signal": ("nearly_certain", "flat_prices"),
+    "screen": ("insufficient", "partial", "leakage"),
+    "split": ("crossing_split", "outside_splits"),
+    "schedule": ("no_forecast_dates", "date_leg_not_started"),
+}
+
+# ---------------------------------------------------------------------------------------------
+# Runs (SPEC sections 5 and 7)
+# ---------------------------------------------------------------------------------------------
+
+#: One row per scored (or missing) forecast, `WS/runs/<run_id>/forecasts.parquet`.
+FORECASTS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("agent", pa.string()),
+        ("event_id", pa.string()),
+        ("rollout", pa.int32()),
+        ("step", pa.int32()),
+        ("steps_total", pa.int32()),
+        ("forecast_date", pa.date32()),
+        ("options", STR_LIST),
+        ("probs", pa.list_(pa.float64())),  # normalized, aligned with `options`
+        ("raw_report", pa.string()),  # JSON of what the agent sent
+        ("fallback", pa.string()),  # null | reason the uniform forecast was used
+        ("missing", pa.bool_()),  # infrastructure failure: recorded, never scored
+        ("label", pa.string()),
+        ("brier", pa.float64()),
+        ("accuracy", pa.float64()),
+        ("market_prob", pa.float64()),  # scalar market probability of the label that day
+        ("log_vs_market", pa.float64()),
+        ("n_calls", pa.int32()),
+        ("n_search", pa.int32()),
+        ("n_open", pa.int32()),
+        ("memory", pa.bool_()),
+        ("show_market", pa.bool_()),  # the off-by-default ablation, recorded on every row
+    ]
+)
+
+#: One row per tool call.
+TOOL_CALLS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("agent", pa.string()),
+        ("event_id", pa.string()),
+        ("rollout", pa.int32()),
+        ("step", pa.int32()),
+        ("call_index", pa.int32()),
+        ("tool", pa.string()),
+        ("args_json", pa.string()),
+        ("result_doc_ids", STR_LIST),
+        ("error", pa.string()),
+        ("latency_ms", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+    ]
+)
+
+#: Notebook (evidence ledger) entries as they stood at the end of each forecast date.
+NOTEBOOK = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("agent", pa.string()),
+        ("event_id", pa.string()),
+        ("rollout", pa.int32()),
+        ("step", pa.int32()),  # the step at which this snapshot was taken
+        ("entry_id", pa.int32()),
+        ("claim", pa.string()),
+        ("date_observed", pa.string()),  # as the agent wrote it (may be invalid)
+        ("doc_ids", STR_LIST),
+        ("created_step", pa.int32()),
+        ("status", pa.string()),  # active | superseded
+        ("superseded_reason", pa.string()),
+    ]
+)
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """An empty table with `schema` (for stages that produced nothing)."""
+    return schema.empty_table()

@@ -1,0 +1,62 @@
+"""Shared fixtures: the `micro` sample world, built once per test session, stage by stage.
+
+Each fixture calls the public API of one stage, so a test of a later stage exercises the real
+outputs of the earlier ones (synth -> corpus -> index -> events).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def micro_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated `micro` sample world (WARC files, Polymarket JSON, truth.json)."""
+    from forecast_env.synth import synthesize
+
+    out = tmp_path_factory.mktemp("micro_world")
+    synthesize(out, preset="micro", seed=0, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def micro_truth(micro_world: Path) -> dict:
+    import json
+
+    return json.loads((micro_world / "truth.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def micro_corpus(micro_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace holding the corpus built from the micro world's WARC files."""
+    from forecast_env.corpus_build.pipeline import build_corpus
+
+    ws = tmp_path_factory.mktemp("micro_ws")
+    build_corpus(sorted((micro_world / "news").glob("*.warc.gz")), ws, workers=1, progress=False)
+    return ws
+
+
+@pytest.fixture(scope="session")
+def micro_index(micro_corpus: Path) -> Path:
+    """The micro workspace with its dense and BM25 indices."""
+    from forecast_env.corpus_build.index import build_index
+
+    build_index(micro_corpus, progress=False)
+    return micro_corpus
+
+
+@pytest.fixture(scope="session")
+def micro_events(micro_index: Path, micro_world: Path) -> Path:
+    """The micro workspace with its events, beliefs and schedules."""
+    from forecast_env.envs.events import build_events
+
+    build_events(micro_world / "polymarket", micro_index, progress=False)
+    return micro_index
