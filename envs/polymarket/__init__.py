@@ -1,1 +1,19 @@
-"""forecast-env."""
+"""Polymarket ingestion: the downloader (`PolymarketClient`) and the on-disk cache (`PolymarketCache`).
+
+Every later stage reads the cache only, so event construction runs offline.
+"""
+
+from forecast_env.envs.polymarket.cache import (
+    PolymarketCache,
+    parse_json_string_field,
+    parse_timestamp,
+)
+from forecast_env.envs.polymarket.client import FetchSummary, PolymarketClient
+
+__all__ = [
+    "FetchSummary",
+    "PolymarketCache",
+    "PolymarketClient",
+    "parse_json_string_field",
+    "parse_timestamp",
+]
