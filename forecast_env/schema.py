@@ -60,7 +60,7 @@ CORPUS_STAGES = ("read", "extract", "lang", "quality", "time", "dedup")
 #: Fixed reason codes per corpus stage. Quality codes are prefixed by their filter family.
 CORPUS_REASONS: dict[str, tuple[str, ...]] = {
     "read": ("http_status", "non_html", "empty_payload", "undecodable", "no_target_uri"),
-    "extract": ("no_body",),
+    "extract": ("no_body", "parse_error"),  # parse_error: the page raised in a later per-record stage
     "lang": ("not_english",),
     "quality": (
         # Gopher quality
@@ -202,7 +202,7 @@ EVENT_REASONS: dict[str, tuple[str, ...]] = {
     "span": ("too_short",),
     "activity": ("low_faithful_share", "long_unfaithful_run"),
     "signal": ("nearly_certain", "flat_prices"),
-    "screen": ("insufficient", "partial", "leakage"),
+    "screen": ("insufficient", "partial", "leakage", "judge_error"),
     "split": ("crossing_split", "outside_splits"),
     "schedule": ("no_forecast_dates", "date_leg_not_started"),
 }

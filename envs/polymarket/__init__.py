@@ -8,10 +8,10 @@ from forecast_env.envs.polymarket.cache import (
     parse_json_string_field,
     parse_timestamp,
 )
-from forecast_env.envs.polymarket.client import FetchSummary, PolymarketClient
+from forecast_env.envs.polymarket.client import HTTPStatusFailure, PolymarketClient
 
 __all__ = [
-    "FetchSummary",
+    "HTTPStatusFailure",
     "PolymarketCache",
     "PolymarketClient",
     "parse_json_string_field",

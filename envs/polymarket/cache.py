@@ -15,15 +15,18 @@ Everything after ingestion runs offline from this folder; `PolymarketCache` is h
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
 from collections.abc import Iterator
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from forecast_env.errors import EventsError
+
+log = logging.getLogger(__name__)
 
 GAMMA_DIR = "gamma"
 PRICES_DIR = "clob/prices-history"
@@ -74,9 +77,9 @@ def parse_timestamp(raw: Any) -> datetime | None:
     if raw is None or isinstance(raw, bool):
         return None
     if isinstance(raw, datetime):
-        return raw.replace(tzinfo=timezone.utc) if raw.tzinfo is None else raw.astimezone(timezone.utc)
+        return raw.replace(tzinfo=UTC) if raw.tzinfo is None else raw.astimezone(UTC)
     if isinstance(raw, date):
-        return datetime(raw.year, raw.month, raw.day, tzinfo=timezone.utc)
+        return datetime(raw.year, raw.month, raw.day, tzinfo=UTC)
     if isinstance(raw, (int, float)):
         return _from_unix(float(raw))
     if isinstance(raw, (bytes, bytearray)):
@@ -99,8 +102,8 @@ def parse_timestamp(raw: Any) -> datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def _from_unix(value: float) -> datetime | None:
@@ -109,7 +112,7 @@ def _from_unix(value: float) -> datetime | None:
     if abs(value) >= _MS_THRESHOLD:
         value /= 1000.0
     try:
-        return datetime.fromtimestamp(value, tz=timezone.utc)
+        return datetime.fromtimestamp(value, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -128,10 +131,18 @@ def _id_sort_key(event: dict) -> tuple[int, int, str]:
 
 
 class PolymarketCache:
-    """Read access to (and the paths of) a Polymarket cache folder; see the module docstring."""
+    """Read access to (and the paths of) a Polymarket cache folder; see the module docstring.
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    An unreadable Gamma page raises `EventsError` (the listing itself is suspect). An unreadable
+    price or trade file raises too when `strict`; otherwise it reads as absent (None), is logged,
+    and its path is kept in `unreadable`, so that the event builder excludes that one event.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], strict: bool = False) -> None:
         self.dir = Path(directory)
+        self.strict = strict
+        #: Price/trade files that could not be read (non-strict mode).
+        self.unreadable: list[Path] = []
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -182,8 +193,10 @@ class PolymarketCache:
         path = self.events_page_path(offset)
         data = self._read_json(path)
         if not isinstance(data, list):
-            raise EventsError(f"{path}: a Gamma /events page must be a JSON list, got {type(data).__name__}; "
-                              "delete the file and rerun `forecast-env events fetch`")
+            raise EventsError(
+                f"{path}: a Gamma /events page must be a JSON list, got {type(data).__name__}; "
+                "delete the file and rerun `forecast-env events fetch`"
+            )
         return data
 
     def events(self) -> Iterator[dict]:
@@ -213,10 +226,13 @@ class PolymarketCache:
         path = self.prices_path(token_id)
         if not path.exists():
             return None
-        data = self._read_json(path)
-        history = data.get("history") if isinstance(data, dict) else data
-        if not isinstance(history, list):
-            raise EventsError(f"{path}: expected {{\"history\": [...]}}; delete the file and refetch it")
+        try:
+            data = self._read_json(path)
+            history = data.get("history") if isinstance(data, dict) else data
+            if not isinstance(history, list):
+                raise EventsError(f'{path}: expected {{"history": [...]}}; delete the file and refetch it')
+        except EventsError as exc:
+            return self._unreadable(path, exc)
         return history
 
     def trades(self, condition_id: str) -> list[dict] | None:
@@ -226,10 +242,21 @@ class PolymarketCache:
         path = self.trades_path(condition_id)
         if not path.exists():
             return None
-        data = self._read_json(path)
-        if not isinstance(data, list):
-            raise EventsError(f"{path}: expected a JSON list of trade rows; delete the file and refetch it")
+        try:
+            data = self._read_json(path)
+            if not isinstance(data, list):
+                raise EventsError(
+                    f"{path}: expected a JSON list of trade rows; delete the file and refetch it"
+                )
+        except EventsError as exc:
+            return self._unreadable(path, exc)
         return data
+
+    def _unreadable(self, path: Path, exc: EventsError) -> None:
+        if self.strict:
+            raise exc
+        log.warning("%s", exc)
+        self.unreadable.append(path)
 
     def state(self) -> dict:
         """The downloader's fetch_state.json (an empty dict when there is none)."""
@@ -244,7 +271,11 @@ class PolymarketCache:
             with open(path, "rb") as fh:
                 return json.loads(fh.read())
         except FileNotFoundError as exc:
-            raise EventsError(f"{path}: missing from the Polymarket cache; run `forecast-env events fetch`") from exc
+            raise EventsError(
+                f"{path}: missing from the Polymarket cache; run `forecast-env events fetch`"
+            ) from exc
         except (ValueError, UnicodeDecodeError) as exc:
-            raise EventsError(f"{path}: not valid JSON ({exc}); delete the file and rerun "
-                              "`forecast-env events fetch` to download it again") from exc
+            raise EventsError(
+                f"{path}: not valid JSON ({exc}); delete the file and rerun "
+                "`forecast-env events fetch` to download it again"
+            ) from exc

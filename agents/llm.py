@@ -1,0 +1,366 @@
+"""The LLM agent: any OpenAI-compatible chat-completions endpoint with tool calling (httpx).
+
+The transcript (`self.messages`, kept whole for trajectory export) starts with the system prompt
+(`prompts/system.md`) and the first observation as a user message. The environment's tool specs go
+out as `tools`; the model's tool calls become env actions, one per env step (several calls in one
+response are queued), and each result returns as a role "tool" message with its `tool_call_id`.
+A model that answers in text is read by `parse.parse_forecast`; an unreadable answer gets one
+corrective user message, then the empty forecast `{}` (the env's uniform fallback).
+
+Every action carries `telemetry` (prompt/completion tokens from `usage`, latency, cost from the
+`prices_per_million` table) for the requests that produced it. Requests are retried with
+exponential backoff on 429, 5xx, timeouts, connection errors and malformed responses; after
+`max_retries` the agent raises `EndpointError` and the driver marks the date *missing*.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import httpx
+
+from forecast_env.agents.base import forecast_action, parse_observation
+from forecast_env.agents.parse import _from_value, parse_arguments, parse_forecast
+from forecast_env.config import load_config
+from forecast_env.errors import ConfigError, EndpointError
+
+CORRECTIVE = (
+    "I could not read a forecast in your reply. Call the `forecast` tool now with a probability for "
+    "every offered option, or reply with only a JSON object mapping each of these labels to a "
+    "probability: {options}"
+)
+ELIDED = "[older tool result elided to fit the context budget]"
+
+
+def system_prompt() -> str:
+    """The packaged system prompt (`agents/prompts/system.md`)."""
+    return resources.files("forecast_env.agents.prompts").joinpath("system.md").read_text()
+
+
+@dataclass
+class ChatResult:
+    """One successful chat-completions response."""
+
+    message: dict[str, Any]
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+
+
+class ChatClient:
+    """POST {base_url}/chat/completions, sync or async, retrying transient failures."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_seconds: float = 60.0,
+                 max_retries: int = 3, backoff_seconds: float = 1.0, max_backoff_seconds: float = 30.0) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.headers = {"Content-Type": "application/json"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+        self.timeout = timeout_seconds
+        self.max_retries = max(0, int(max_retries))
+        self.backoff = backoff_seconds
+        self.max_backoff = max_backoff_seconds
+        self._client: httpx.Client | None = None
+        self._aclient: httpx.AsyncClient | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+
+    # -- one attempt's outcome: a result, a retryable error text, or a fatal EndpointError --
+    def _outcome(self, resp: httpx.Response, started: float) -> tuple[ChatResult | None, str, float | None]:
+        if resp.status_code == 200:
+            try:
+                body = resp.json()
+                message = body["choices"][0]["message"]
+                if not isinstance(message, dict):
+                    raise TypeError("message is not an object")
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                return None, f"malformed response body ({exc}): {resp.text[:200]!r}", None
+            usage = body.get("usage") or {}
+            return ChatResult(message, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                              (time.perf_counter() - started) * 1000.0), "", None
+        text = f"HTTP {resp.status_code}: {resp.text[:300]!r}"
+        if resp.status_code in (408, 409, 429) or resp.status_code >= 500:
+            retry_after = None
+            try:
+                retry_after = float(resp.headers.get("retry-after", ""))
+            except ValueError:
+                pass
+            return None, text, retry_after
+        raise EndpointError(f"{self.url} refused the request ({text}); not retried: check the model name, "
+                            "the API key and the request size")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        base = retry_after if retry_after is not None else self.backoff * (2 ** attempt)
+        return max(0.0, min(self.max_backoff, base))
+
+    def _fail(self, last: str) -> EndpointError:
+        return EndpointError(f"{self.url} failed after {self.max_retries + 1} attempts; last error: {last}. "
+                             "Check that the server is up and llm.base_url / llm.model are right")
+
+    def complete(self, payload: Mapping[str, Any]) -> ChatResult:
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            started = time.perf_counter()
+            retry_after = None
+            try:
+                resp = self._client.post(self.url, json=payload, headers=self.headers)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                result, last, retry_after = self._outcome(resp, started)
+                if result is not None:
+                    return result
+            if attempt < self.max_retries:
+                time.sleep(self._delay(attempt, retry_after))
+        raise self._fail(last)
+
+    async def acomplete(self, payload: Mapping[str, Any]) -> ChatResult:
+        loop = asyncio.get_running_loop()
+        if self._aclient is None or self._aloop is not loop:
+            self._aclient = httpx.AsyncClient(timeout=self.timeout)
+            self._aloop = loop
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            started = time.perf_counter()
+            retry_after = None
+            try:
+                resp = await self._aclient.post(self.url, json=payload, headers=self.headers)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                result, last, retry_after = self._outcome(resp, started)
+                if result is not None:
+                    return result
+            if attempt < self.max_retries:
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        raise self._fail(last)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _zero_telemetry() -> dict[str, Any]:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0, "cost_usd": 0.0}
+
+
+class LLMAgent:
+    """A chat-completions model driving the environment's tools (sync `act`, async `aact`)."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, *, name: str | None = None,
+                 system: str | None = None, **overrides: Any) -> None:
+        cfg = dict(load_config("benchmark")["llm"])
+        cfg.update(config or {})
+        cfg.update(overrides)
+        if not cfg.get("model"):
+            raise ConfigError("llm.model is not set: give the model name, e.g. --set llm.model=gpt-4o-mini "
+                              "(and llm.base_url for a local server)")
+        self.cfg = cfg
+        self.model = str(cfg["model"])
+        self.name = name or f"llm:{self.model}"
+        self.system = system if system is not None else system_prompt()
+        api_key = os.environ.get(str(cfg.get("api_key_env") or ""), "") or None
+        self.client = ChatClient(str(cfg["base_url"]), api_key, float(cfg["timeout_seconds"]),
+                                 int(cfg["max_retries"]), float(cfg.get("backoff_seconds", 1.0)),
+                                 float(cfg.get("max_backoff_seconds", 30.0)))
+        price = (cfg.get("prices_per_million") or {}).get(self.model)
+        self.price = price if isinstance(price, Mapping) else None
+        self.tool_specs: list[dict] = []
+        self.reset()
+
+    # -- state ------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None) -> None:
+        self.seed = seed
+        self.messages: list[dict[str, Any]] = []
+        self._queue: deque[tuple[str | None, dict]] = deque()
+        self._awaiting: str | None = None
+        self._step: Any = None
+        self._options: list[str] = []
+        self._corrected = False
+        self._interrupted = False
+        self._telemetry = _zero_telemetry()
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def act(self, observation: str, info: dict) -> dict:
+        self._ingest(observation, info)
+        try:
+            while True:
+                action = self._pop()
+                if action is not None:
+                    return action
+                self._absorb(self.client.complete(self._payload()))
+        except EndpointError:
+            self._interrupted = True
+            raise
+
+    async def aact(self, observation: str, info: dict) -> dict:
+        self._ingest(observation, info)
+        try:
+            while True:
+                action = self._pop()
+                if action is not None:
+                    return action
+                self._absorb(await self.client.acomplete(self._payload()))
+        except EndpointError:
+            self._interrupted = True
+            raise
+
+    # -- transcript -------------------------------------------------------------------------
+
+    def _render(self, observation: str | Mapping[str, Any]) -> str:
+        text = observation if isinstance(observation, str) else json.dumps(observation, default=str)
+        cap = int(self.cfg.get("max_tool_result_chars", 6000))
+        if len(text) > cap:
+            text = text[:cap] + f"... [truncated {len(text) - cap} characters]"
+        return text
+
+    def _drop_queue(self, why: str) -> None:
+        while self._queue:
+            call_id, _ = self._queue.popleft()
+            if call_id is not None:
+                self.messages.append({"role": "tool", "tool_call_id": call_id, "content": f"not executed: {why}"})
+
+    def _ingest(self, observation: str, info: dict) -> None:
+        obs = parse_observation(observation, info)
+        if isinstance(info, Mapping) and info.get("tool_specs"):
+            self.tool_specs = list(info["tool_specs"])
+        self._options = [str(o) for o in obs.get("options") or []]
+        step = obs.get("step")
+        new_date = step != self._step
+        self._step = step
+        text = self._render(observation)
+        if not self.messages:
+            self.messages.append({"role": "system", "content": self.system})
+            self.messages.append({"role": "user", "content": f"A new forecasting episode starts.\n{text}"})
+            self._corrected = False
+            return
+        if self._interrupted:
+            if self._awaiting is not None:
+                self._queue.appendleft((self._awaiting, {}))
+                self._awaiting = None
+            self._drop_queue("the model endpoint failed and this forecast date was skipped")
+            self.messages.append({"role": "user", "content": "The last forecast date was skipped after an "
+                                  f"endpoint failure. Current observation:\n{text}"})
+            self._interrupted = False
+            self._corrected = False
+            return
+        if self._awaiting is not None:
+            self.messages.append({"role": "tool", "tool_call_id": self._awaiting, "content": text})
+            self._awaiting = None
+        else:
+            self.messages.append({"role": "user", "content": text})
+        if new_date:
+            self._corrected = False
+            self._drop_queue("the forecast ended that date")
+        budget = obs.get("budget_left")
+        if isinstance(budget, int) and budget <= 1 and not (self._queue and self._queue[0][1].get("tool") == "forecast"):
+            self._drop_queue("the call budget of this date is used up")
+            self.messages[-1]["content"] += "\n[One tool call left for this date: call forecast now.]"
+
+    def _pop(self) -> dict | None:
+        if not self._queue:
+            return None
+        call_id, action = self._queue.popleft()
+        self._awaiting = call_id
+        action = dict(action)
+        action["telemetry"] = self._telemetry
+        self._telemetry = _zero_telemetry()
+        return action
+
+    def _payload(self) -> dict[str, Any]:
+        messages = [dict(m) for m in self.messages]
+        budget = int(self.cfg.get("max_transcript_chars", 200_000))
+        total = sum(len(str(m.get("content") or "")) for m in messages)
+        for m in messages:
+            if total <= budget:
+                break
+            if m["role"] == "tool" and m.get("content") != ELIDED:
+                total -= len(str(m.get("content") or "")) - len(ELIDED)
+                m["content"] = ELIDED
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": float(self.cfg["temperature"]),
+            "max_tokens": int(self.cfg["max_tokens"]),
+        }
+        if self.tool_specs:
+            payload["tools"] = self.tool_specs
+            payload["tool_choice"] = "auto"
+        if self.seed is not None:
+            payload["seed"] = int(self.seed)
+        return payload
+
+    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        if self.price is None:
+            return None
+        return (prompt_tokens * float(self.price.get("prompt", 0.0))
+                + completion_tokens * float(self.price.get("completion", 0.0))) / 1e6
+
+    def _absorb(self, result: ChatResult) -> None:
+        tel = self._telemetry
+        tel["prompt_tokens"] += result.prompt_tokens
+        tel["completion_tokens"] += result.completion_tokens
+        tel["latency_ms"] += result.latency_ms
+        cost = self._cost(result.prompt_tokens, result.completion_tokens)
+        tel["cost_usd"] = None if cost is None or tel["cost_usd"] is None else tel["cost_usd"] + cost
+
+        msg = result.message
+        content = msg.get("content")
+        if not isinstance(content, str):
+            content = None if content is None else json.dumps(content)
+        calls = [c for c in (msg.get("tool_calls") or []) if isinstance(c, Mapping)]
+        record: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            fixed = []
+            for c in calls:
+                fn = c.get("function") if isinstance(c.get("function"), Mapping) else {}
+                call_id = str(c.get("id") or f"call_{uuid.uuid4().hex[:12]}")
+                raw_args = fn.get("arguments")
+                fixed.append({"id": call_id, "type": "function",
+                              "function": {"name": str(fn.get("name") or ""),
+                                           "arguments": raw_args if isinstance(raw_args, str)
+                                           else json.dumps(raw_args if raw_args is not None else {})}})
+            record["tool_calls"] = fixed
+            self.messages.append(record)
+            for c in fixed:
+                self._queue.append((c["id"], self._call_to_action(c["function"]["name"], c["function"]["arguments"])))
+            return
+        self.messages.append(record)
+        parsed = parse_forecast(content, self._options)
+        if parsed:
+            self._queue.append((None, forecast_action(parsed)))
+        elif not self._corrected:
+            self._corrected = True
+            self.messages.append({"role": "user", "content": CORRECTIVE.format(options=json.dumps(self._options))})
+        else:
+            self._queue.append((None, forecast_action({})))
+
+    def _call_to_action(self, name: str, raw_args: str) -> dict:
+        args = parse_arguments(raw_args)
+        if name == "forecast":
+            if args is None:
+                parsed = parse_forecast(raw_args, self._options)
+                return forecast_action(parsed) if parsed else forecast_action({})
+            probs = args.get("probabilities", args)
+            if isinstance(probs, str):
+                probs = parse_forecast(probs, self._options) or {}
+            elif isinstance(probs, Mapping) and not all(isinstance(k, str) and k in self._options for k in probs):
+                probs = _from_value(probs, self._options) or probs
+            return forecast_action(probs) if isinstance(probs, (Mapping, list)) else forecast_action({})
+        if args is None:
+            # malformed arguments: the env answers with an error observation the model can read
+            return {"type": "function", "function": {"name": name, "arguments": raw_args}}
+        return {"tool": name, "args": args}

@@ -1,0 +1,542 @@
+"""Stages 2-3 of the corpus builder (SPEC 2.2-2.3): one lxml parse per page, then title, summary,
+body text, canonical link and every publication/modification timestamp candidate.
+
+The body comes from a fast main-content extractor of our own (``itemprop=articleBody``, else the
+``<article>`` with the most paragraph text, else the densest cluster of ``<p>``); when that finds
+too little text, trafilatura's ``bare_extraction`` runs on the same tree without its own metadata
+or date search (our cascades in `timestamps.py` do that). ``benchmarks/bench_extract.py`` measures
+both against trafilatura with metadata.
+
+Timestamp candidates are returned per rule, in the SPEC's cascade priority (never document
+order); `timestamps.assign_timestamps` picks the first one that parses within the year range.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
+
+import lxml.etree
+import lxml.html
+
+__all__ = [
+    "MOD_RULES",
+    "PUB_RULES",
+    "Extracted",
+    "extract_page",
+    "normalize_text",
+    "url_date",
+]
+
+#: Publication cascade (SPEC 2.6), highest priority first.
+PUB_RULES = (
+    "jsonld_datePublished",
+    "jsonld_dateCreated",
+    "meta_article_published_time",
+    "meta_og_published_time",
+    "itemprop_datePublished",
+    "meta_name_date",
+    "time_pubdate",
+    "url_date",
+)
+#: Modification cascade (SPEC 2.6), highest priority first (`http_last_modified` is added by
+#: `timestamps.assign_timestamps` from the HTTP header).
+MOD_RULES = (
+    "jsonld_dateModified",
+    "meta_article_modified_time",
+    "meta_og_updated_time",
+    "itemprop_dateModified",
+    "meta_name_modified",
+    "time_updated",
+    "http_last_modified",
+)
+
+# <meta name=...> publication names in SPEC priority order (lower index wins).
+_META_PUB_NAMES = {
+    name: i
+    for i, group in enumerate(
+        (
+            ("parsely-pub-date",),
+            ("sailthru.date",),
+            ("dcterms.issued", "dc.date.issued", "dcterms.created", "dc.date"),
+            ("citation_publication_date",),
+            ("pubdate", "publishdate", "publish-date", "publication_date"),
+            ("article_date_original",),
+            ("date",),
+        )
+    )
+    for name in group
+}
+_META_MOD_NAMES = {
+    name: i
+    for i, group in enumerate(
+        (("dcterms.modified", "dc.date.modified"), ("lastmod", "last-modified", "modified"))
+    )
+    for name in group
+}
+_META_SIMPLE = {
+    "article:published_time": "meta_article_published_time",
+    "og:published_time": "meta_og_published_time",
+    "og:article:published_time": "meta_og_published_time",
+    "article:modified_time": "meta_article_modified_time",
+    "og:updated_time": "meta_og_updated_time",
+    "og:modified_time": "meta_og_updated_time",
+    "og:article:modified_time": "meta_og_updated_time",
+}
+_ARTICLE_TYPES = {
+    "article",
+    "newsarticle",
+    "blogposting",
+    "reportagenews",
+    "analysisnewsarticle",
+    "opinionnewsarticle",
+    "reviewnewsarticle",
+    "backgroundnewsarticle",
+    "askpublicnewsarticle",
+    "satiricalarticle",
+    "liveblogposting",
+    "socialmediaposting",
+    "scholarlyarticle",
+    "techarticle",
+    "report",
+}
+_JSONLD_KEYS = (
+    ("datePublished", "jsonld_datePublished", "pub"),
+    ("dateCreated", "jsonld_dateCreated", "pub"),
+    ("dateModified", "jsonld_dateModified", "mod"),
+)
+
+# A full date in a URL path: /2026/03/14/ or /2026-03-14/ (also ...-2026-03-14.html).
+_URL_DATE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})([/_-])([01]?[0-9])\2([0-3]?[0-9])(?![0-9])")
+_BOILER_TAGS = {
+    "nav",
+    "aside",
+    "footer",
+    "header",
+    "form",
+    "script",
+    "style",
+    "noscript",
+    "iframe",
+    "svg",
+    "button",
+    "select",
+    "figure",
+    "figcaption",
+    "template",
+    "menu",
+}
+_BOILER_ATTR = re.compile(
+    r"(?:^|[\s_-])(?:share|sharing|social|comment|comments|related|newsletter|promo|advert|ads?|"
+    r"sponsor|subscribe|subscription|signup|sidebar|menu|breadcrumbs?|cookie|consent|footer|"
+    r"header|nav|navigation|recommend|most-read|trending|popular|outbrain|taboola|paywall|"
+    r"byline|caption|tags?)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_BLOCK_TAGS = ("p", "h2", "h3", "h4", "h5", "h6", "li", "blockquote", "pre")
+_MIN_OWN_BODY_CHARS = 300
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200e\u200f\u2028\u2029\ufeff]")
+_HSPACE = re.compile(r"[^\S\n]+")
+_MANY_NL = re.compile(r"\n{3,}")
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
+
+
+@dataclass
+class Extracted:
+    """What stage 2 found on one page (texts normalized; candidates raw, in cascade order)."""
+
+    title: str | None
+    summary: str | None
+    body: str | None  # None or "" -> dropped as "no_body"
+    canonical_url: str | None
+    pub_candidates: list[tuple[str, str]] = field(default_factory=list)
+    mod_candidates: list[tuple[str, str]] = field(default_factory=list)
+
+
+def normalize_text(text: str) -> str:
+    """Unicode NFC, control characters removed, spaces collapsed per line, <= 1 blank line in a row."""
+    if not text:
+        return ""
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _CTRL.sub("", text.replace("\t", " "))
+    text = "\n".join(_HSPACE.sub(" ", line).strip() for line in text.split("\n"))
+    return _MANY_NL.sub("\n\n", text).strip()
+
+
+def _clean_inline(text: str | None) -> str | None:
+    """Normalize a one-line field (title, summary); None when empty."""
+    if not text:
+        return None
+    text = normalize_text(text).replace("\n", " ").strip()
+    return text or None
+
+
+def _parse(html: str) -> lxml.html.HtmlElement | None:
+    """Parse once with lxml; tolerant of missing <body>, broken tags, encoding declarations."""
+    if not html or not html.strip():
+        return None
+    html = _XML_DECL.sub("", html, count=1)
+    parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True)
+    try:
+        return lxml.html.document_fromstring(html.encode("utf-8", "replace"), parser=parser)
+    except (lxml.etree.ParserError, ValueError, lxml.etree.XMLSyntaxError):
+        return None
+
+
+def url_date(url: str | None) -> str | None:
+    """A full YYYY/MM/DD (or YYYY-MM-DD) date in a URL's path, as 'YYYY-MM-DD', else None."""
+    if not url:
+        return None
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        path = url
+    for m in _URL_DATE.finditer(path):
+        year, month, day = int(m.group(1)), int(m.group(3)), int(m.group(4))
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            return f"{year:04d}-{month:02d}-{day:02d}"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# JSON-LD
+# ------------------------------------------------------------------------------------------------
+
+_JSON_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_JSON_CDATA = re.compile(r"<!\[CDATA\[|\]\]>|<!--|-->")
+_JSON_LOOSE = {key: re.compile(r'"' + key + r'"\s*:\s*"([^"]{4,64})"') for key, _, _ in _JSONLD_KEYS}
+
+
+def _load_jsonld(raw: str):
+    """json.loads tolerant of CDATA, HTML comments, trailing commas, raw control characters."""
+    raw = _JSON_CDATA.sub("", raw).strip().rstrip(";")
+    try:
+        return json.loads(raw, strict=False)
+    except ValueError:
+        pass
+    try:
+        return json.loads(_JSON_TRAILING_COMMA.sub(r"\1", raw), strict=False)
+    except ValueError:
+        pass
+    # Several objects concatenated in one <script>.
+    objs, dec, i = [], json.JSONDecoder(strict=False), 0
+    while True:
+        while i < len(raw) and raw[i] in " \t\r\n,":
+            i += 1
+        if i >= len(raw):
+            break
+        try:
+            obj, i = dec.raw_decode(raw, i)
+        except ValueError:
+            return objs or None
+        objs.append(obj)
+    return objs or None
+
+
+def _types(obj: dict) -> set[str]:
+    t = obj.get("@type")
+    items = t if isinstance(t, list) else [t]
+    out = set()
+    for item in items:
+        if isinstance(item, str):
+            out.add(re.split(r"[/:#]", item)[-1].strip().lower())
+    return out
+
+
+def _date_values(value) -> list[str]:
+    """Strings inside a JSON-LD date value (str, number, list, {"@value": ...})."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [str(int(value))]
+    if isinstance(value, list):
+        return [s for v in value for s in _date_values(v)]
+    if isinstance(value, dict):
+        return _date_values(value.get("@value"))
+    return []
+
+
+def _walk_jsonld(data, depth: int, articles: list[dict], others: list[dict]) -> None:
+    """Collect article-typed objects anywhere (depth-limited) and other top-level/@graph objects."""
+    if depth > 8:
+        return
+    if isinstance(data, list):
+        for item in data:
+            _walk_jsonld(item, depth + 1, articles, others)
+        return
+    if not isinstance(data, dict):
+        return
+    if _types(data) & _ARTICLE_TYPES:
+        articles.append(data)
+    elif depth <= 2:
+        others.append(data)
+    for key, value in data.items():
+        if isinstance(value, (dict, list)) and key not in ("author", "publisher", "image", "video"):
+            _walk_jsonld(value, depth + 1, articles, others)
+
+
+def _jsonld_candidates(scripts: list[str], pub: dict, mod: dict) -> None:
+    articles: list[dict] = []
+    others: list[dict] = []
+    loose: list[str] = []
+    for raw in scripts:
+        data = _load_jsonld(raw)
+        if data is None:
+            loose.append(raw)
+            continue
+        _walk_jsonld(data, 0, articles, others)
+    for obj in articles + others:
+        for key, rule, kind in _JSONLD_KEYS:
+            if key in obj:
+                target = pub if kind == "pub" else mod
+                target.setdefault(rule, []).extend(_date_values(obj[key]))
+    # Unparseable JSON-LD: still read the dates with a regex, after every parsed object.
+    for raw in loose:
+        for key, rule, kind in _JSONLD_KEYS:
+            target = pub if kind == "pub" else mod
+            target.setdefault(rule, []).extend(m.group(1) for m in _JSON_LOOSE[key].finditer(raw))
+
+
+# ------------------------------------------------------------------------------------------------
+# Body
+# ------------------------------------------------------------------------------------------------
+
+
+def _is_boiler(el) -> bool:
+    if el.tag in _BOILER_TAGS:
+        return True
+    attrs = (el.get("class") or "") + " " + (el.get("id") or "")
+    return bool(attrs.strip()) and _BOILER_ATTR.search(attrs) is not None
+
+
+def _block_text(el) -> str:
+    try:
+        return " ".join(el.text_content().split())
+    except ValueError:
+        return ""
+
+
+def _blocks(root) -> list[str]:
+    """Paragraph-like blocks under root, skipping boilerplate subtrees and nested duplicates."""
+    out: list[str] = []
+    taken: set = set()
+    bad_cache: dict = {}
+
+    def excluded(el) -> bool:
+        chain = []
+        node = el
+        result = False
+        while node is not None and node is not root:
+            if node in bad_cache:
+                result = bad_cache[node]
+                break
+            chain.append(node)
+            if node in taken or (node is not el and _is_boiler(node)):
+                result = True
+                break
+            node = node.getparent()
+        for n in chain:
+            if n is not el and n not in taken:
+                bad_cache[n] = result
+        return result
+
+    for el in root.iter(*_BLOCK_TAGS):
+        if el.tag == "li" and el.find(".//p") is not None:
+            continue
+        if el.tag == "blockquote" and el.find(".//p") is not None:
+            continue
+        if excluded(el) or _is_boiler(el):
+            continue
+        text = _block_text(el)
+        if el.tag == "li" and len(text.split()) < 4:
+            continue
+        if text:
+            out.append(text)
+            taken.add(el)
+    return out
+
+
+def _own_body(tree) -> tuple[str, bool]:
+    """Main content by markup (articleBody, <article>) else the densest cluster of <p>.
+
+    Returns (text, found_by_markup)."""
+    body = tree.find("body")
+    scope = body if body is not None else tree
+    roots = scope.xpath(".//*[@itemprop='articleBody' or @itemprop='articlebody']")
+    by_markup = bool(roots)
+    if not roots:
+        articles = scope.xpath(".//article")
+        if articles:
+            scored = [(sum(len(_block_text(p)) for p in a.iter("p")), i, a) for i, a in enumerate(articles)]
+            best = max(scored, key=lambda x: (x[0], -x[1]))
+            if best[0] > 0:
+                roots = [best[2]]
+                by_markup = True
+    if not roots:
+        # Readability-style: each <p>'s text scores its parent fully and its grandparent half.
+        score: dict = {}
+        for p in scope.iter("p"):
+            n = len(_block_text(p))
+            if n < 25:
+                continue
+            parent = p.getparent()
+            if parent is None:
+                continue
+            score[parent] = score.get(parent, 0.0) + n
+            grand = parent.getparent()
+            if grand is not None:
+                score[grand] = score.get(grand, 0.0) + n / 2
+        if score:
+            roots = [max(score.items(), key=lambda kv: kv[1])[0]]
+    if not roots:
+        return "", False
+    return "\n\n".join(_blocks(roots[0])), by_markup
+
+
+def _trafilatura_body(tree, url: str) -> str:
+    """trafilatura's main-content extraction on our tree, without its metadata/date search."""
+    import trafilatura
+
+    try:
+        doc = trafilatura.bare_extraction(
+            tree,
+            url=url,
+            with_metadata=False,
+            include_comments=False,
+            include_tables=False,
+            include_images=False,
+            include_links=False,
+            fast=True,
+        )
+    except Exception:  # noqa: BLE001 - trafilatura raises assorted errors on hostile trees
+        return ""
+    if doc is None:
+        return ""
+    text = doc.get("text") if isinstance(doc, dict) else getattr(doc, "text", None)
+    # trafilatura separates paragraphs by one newline; ours are blank-line separated.
+    return "\n\n".join(line for line in (text or "").split("\n") if line.strip())
+
+
+# ------------------------------------------------------------------------------------------------
+# Page
+# ------------------------------------------------------------------------------------------------
+
+
+def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> Extracted:
+    """Parse one HTML page once and extract text fields, canonical link and timestamp candidates."""
+    tree = _parse(html)
+    if tree is None:
+        u = url_date(url)
+        return Extracted(None, None, None, None, [("url_date", u)] if u else [], [])
+
+    pub: dict[str, list[str]] = {}
+    mod: dict[str, list[str]] = {}
+    meta_pub_named: list[tuple[int, int, str]] = []
+    meta_mod_named: list[tuple[int, int, str]] = []
+    og_title = description = og_description = twitter_description = None
+
+    for i, meta in enumerate(tree.iter("meta")):
+        content = meta.get("content")
+        if content is None:
+            continue
+        content = content.strip()
+        itemprop = (meta.get("itemprop") or "").strip().lower()
+        if itemprop == "datepublished":
+            pub.setdefault("itemprop_datePublished", []).append(content)
+        elif itemprop == "datemodified":
+            mod.setdefault("itemprop_dateModified", []).append(content)
+        for attr in ("property", "name"):
+            key = (meta.get(attr) or "").strip().lower()
+            if not key:
+                continue
+            rule = _META_SIMPLE.get(key)
+            if rule is not None:
+                (mod if "modified" in rule or "updated" in rule else pub).setdefault(rule, []).append(content)
+            elif key in _META_PUB_NAMES:
+                meta_pub_named.append((_META_PUB_NAMES[key], i, content))
+            elif key in _META_MOD_NAMES:
+                meta_mod_named.append((_META_MOD_NAMES[key], i, content))
+            elif key == "og:title" and og_title is None:
+                og_title = content
+            elif key == "description" and description is None:
+                description = content
+            elif key == "og:description" and og_description is None:
+                og_description = content
+            elif key == "twitter:description" and twitter_description is None:
+                twitter_description = content
+            break  # property= wins over name= on the same element
+    if meta_pub_named:
+        pub["meta_name_date"] = [c for _, _, c in sorted(meta_pub_named)]
+    if meta_mod_named:
+        mod["meta_name_modified"] = [c for _, _, c in sorted(meta_mod_named)]
+
+    # itemprop on elements other than <meta>: <time datetime>, content=, else text.
+    for el in tree.xpath("//*[@itemprop][not(self::meta)]"):
+        prop = (el.get("itemprop") or "").strip().lower()
+        if prop not in ("datepublished", "datemodified"):
+            continue
+        value = el.get("datetime") or el.get("content") or _block_text(el)
+        if value:
+            rule = "itemprop_datePublished" if prop == "datepublished" else "itemprop_dateModified"
+            (pub if prop == "datepublished" else mod).setdefault(rule, []).append(value.strip())
+
+    for el in tree.iter("time"):
+        classes = set((el.get("class") or "").lower().split())
+        value = (el.get("datetime") or _block_text(el) or "").strip()
+        if not value:
+            continue
+        if el.get("pubdate") is not None or "published" in classes:
+            pub.setdefault("time_pubdate", []).append(value)
+        elif "updated" in classes or "modified" in classes:
+            mod.setdefault("time_updated", []).append(value)
+
+    scripts = [s.text for s in tree.iter("script") if s.text and "ld+json" in (s.get("type") or "").lower()]
+    if scripts:
+        jpub: dict[str, list[str]] = {}
+        jmod: dict[str, list[str]] = {}
+        _jsonld_candidates(scripts, jpub, jmod)
+        pub.update(jpub)
+        mod.update(jmod)
+
+    canonical = None
+    for link in tree.iter("link"):
+        rel = (link.get("rel") or "").lower().split()
+        href = (link.get("href") or "").strip()
+        if "canonical" in rel and href:
+            try:
+                canonical = urljoin(url, href)
+            except ValueError:
+                canonical = None
+            break
+
+    for candidate in (url, canonical):
+        u = url_date(candidate)
+        if u:
+            pub.setdefault("url_date", []).append(u)
+
+    title = _clean_inline(og_title)
+    if title is None:
+        t = tree.find(".//title")
+        title = _clean_inline(t.text_content() if t is not None else None)
+    if title is None:
+        h1 = tree.find(".//h1")
+        title = _clean_inline(_block_text(h1) if h1 is not None else None)
+    summary = (
+        _clean_inline(description) or _clean_inline(og_description) or _clean_inline(twitter_description)
+    )
+
+    body, by_markup = _own_body(tree)
+    body = normalize_text(body)
+    if use_trafilatura_fallback and (not body or (len(body) < _MIN_OWN_BODY_CHARS and not by_markup)):
+        alt = normalize_text(_trafilatura_body(tree, url))  # mutates the tree: keep it last
+        if len(alt) > len(body):
+            body = alt
+
+    if not any(ch.isalnum() for ch in body):
+        body = ""
+    pub_candidates = [(rule, v) for rule in PUB_RULES for v in pub.get(rule, ()) if v]
+    mod_candidates = [(rule, v) for rule in MOD_RULES for v in mod.get(rule, ()) if v]
+    return Extracted(title, summary, body or None, canonical, pub_candidates, mod_candidates)

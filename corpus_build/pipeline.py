@@ -1,0 +1,506 @@
+"""The corpus build: per-WARC stages 1-7 in parallel, then global dedup, then the month store.
+
+`process_warc(path, config)` is a pure function of one WARC file (read, extract, normalize, lang,
+quality, timestamps, corpus window, leakage screen). Its result is written as a *part* under
+`WS/corpus/parts/` (articles, dropped, counters JSON last, each atomically), so a finished file is
+never processed twice and a killed build resumes. Then every part of the inputs is merged, dedup
+(SPEC 2.8) runs over the whole corpus, and the month shards are written (only those whose content
+changed), with the dropped records, a doc-id index, the funnel report and the manifest.
+
+Executors are separate from the per-file function: a local process pool (`engine="local"`) or Ray
+Data (`engine="ray"`) run the same `process_warc`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forecast_env import schema
+from forecast_env.config import config_hash, load_config
+from forecast_env.corpus_build.dedup import find_duplicates
+from forecast_env.corpus_build.warc import ReadDrop, WarcReader
+from forecast_env.errors import CorpusError
+from forecast_env.store import (
+    Workspace, atomic_write_bytes, atomic_write_json, atomic_write_table, conform, sha256_file,
+    write_manifest,
+)
+
+#: Config keys that change what `process_warc` produces (a change invalidates every part).
+PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "timestamps", "leakage")
+#: Config keys that do not change the corpus (excluded from the snapshot id).
+EXECUTION_KEYS = ("execution",)
+PART_VERSION = 1
+
+_WORKER: dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# per-record helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def make_doc_id(record_id: str | None, url: str | None, crawl_time: datetime | None) -> str:
+    """First 16 hex of sha1(WARC-Record-ID), else of sha1(url + crawl time): stable across builds."""
+    key = record_id or f"{url or ''}{crawl_time.isoformat() if crawl_time else ''}"
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+
+
+def per_file_config_hash(cfg: dict[str, Any]) -> str:
+    """Hash of the config keys that the per-WARC stages read."""
+    return config_hash({k: cfg.get(k) for k in PER_FILE_KEYS})
+
+
+def snapshot_config_hash(cfg: dict[str, Any]) -> str:
+    """Hash of the config minus execution settings (workers and engine do not change a corpus)."""
+    return config_hash({k: v for k, v in cfg.items() if k not in EXECUTION_KEYS})
+
+
+def _as_date(value: Any) -> date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError as exc:
+        raise CorpusError(f"config corpus_start/corpus_end: {value!r} is not an ISO date (YYYY-MM-DD)") from exc
+
+
+def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The language model and filters, loaded once per worker process (per config)."""
+    key = per_file_config_hash(cfg)
+    if _WORKER.get("key") != key:
+        from forecast_env.corpus_build.langid import LanguageIdentifier
+        from forecast_env.corpus_build.quality import build_filters
+
+        lid = _WORKER.get("lid") or LanguageIdentifier()
+        _WORKER.clear()
+        _WORKER.update(key=key, lid=lid, filters=build_filters(cfg.get("quality") or {}))
+    return _WORKER
+
+
+def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tuple[pa.Table, pa.Table, dict, list[dict]]:
+    """Run stages 1-7 over one WARC file: (articles, dropped, counters, file_errors)."""
+    from forecast_env.corpus_build.extract import extract_page, normalize_text
+    from forecast_env.corpus_build.leakage import screen_leakage
+    from forecast_env.corpus_build.quality import apply_filters
+    from forecast_env.corpus_build.timestamps import assign_timestamps
+
+    cfg = config if config is not None else load_config("corpus")
+    tools = _tools(cfg)
+    path = Path(path)
+    name = path.name
+    t0 = time.perf_counter()
+    start, end = _as_date(cfg.get("corpus_start")), _as_date(cfg.get("corpus_end"))
+    min_score = float(cfg["language"]["min_english_score"])
+    ts_cfg = cfg.get("timestamps") or {}
+    min_year, max_year = int(ts_cfg.get("min_year", 2010)), int(ts_cfg.get("max_year", 2030))
+    leak_on = bool((cfg.get("leakage") or {}).get("enabled", True))
+
+    kept: list[dict] = []
+    dropped: list[dict] = []
+
+    def drop(stage: str, reason: str, url: str | None, offset: int, doc_id: str | None = None,
+             detail: str | None = None) -> None:
+        dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
+                        "stage": stage, "reason": reason, "detail": detail, "dup_of": None})
+
+    reader = WarcReader(path, int(cfg["read"]["max_payload_bytes"]))
+    pages = []
+    for item in reader:
+        if isinstance(item, ReadDrop):
+            drop("read", item.reason, item.url, item.offset, None, item.detail)
+            continue
+        doc_id = make_doc_id(item.record_id, item.url, item.crawl_time)
+        try:
+            ext = extract_page(item.html, item.url)
+            title = normalize_text(ext.title) if ext.title else None
+            summary = normalize_text(ext.summary) if ext.summary else None
+            body = normalize_text(ext.body) if ext.body else ""
+        except Exception as exc:  # one odd page never stops the file
+            drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
+            continue
+        if not body.strip():
+            drop("extract", "no_body", item.url, item.offset, doc_id)
+            continue
+        pages.append((item, doc_id, ext, title or None, summary or None, body))
+
+    scores = tools["lid"].english_scores([p[5] for p in pages]) if pages else []
+    for (item, doc_id, ext, title, summary, body), score in zip(pages, scores):
+        if score < min_score:
+            drop("lang", "not_english", item.url, item.offset, doc_id, f"{score:.3f}")
+            continue
+        try:
+            res = apply_filters(body, tools["filters"])
+            if not res.keep:
+                drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail)
+                continue
+            body = res.text if res.text is not None else body
+            ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year)
+            if start is not None and ts.day < start:
+                drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat())
+                continue
+            if end is not None and ts.day > end:
+                drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
+                continue
+            flag, why = screen_leakage(body, title, ts.t) if leak_on else (False, None)
+        except Exception as exc:
+            drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
+            continue
+        kept.append({
+            "doc_id": doc_id, "url": item.url, "canonical_url": ext.canonical_url or None,
+            "title": title, "summary": summary, "body": body,
+            "t_pub": ts.t_pub, "t_mod": ts.t_mod, "t_crawl": ts.t_crawl, "t": ts.t,
+            "t_source": ts.t_source, "t_rule": ts.t_rule, "t_pub_rule": ts.t_pub_rule,
+            "t_mod_rule": ts.t_mod_rule, "day": ts.day, "lang_score": float(score),
+            "leak_flag": bool(flag), "leak_reason": why, "warc_file": name, "warc_offset": item.offset,
+        })
+
+    articles = pa.Table.from_pylist(kept, schema=schema.ARTICLES)
+    drops = pa.Table.from_pylist(dropped, schema=schema.DROPPED)
+    file_errors = []
+    if reader.error:
+        file_errors.append({"warc_file": name, "error": reader.error, "records_read": reader.records_read})
+    counters = {
+        "warc_file": name,
+        "records_in": reader.responses,
+        "non_response_skipped": reader.skipped_non_response,
+        "kept": articles.num_rows,
+        "dropped": drops.num_rows,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    return articles, drops, counters, file_errors
+
+
+# ---------------------------------------------------------------------------------------------
+# parts (resumable build state)
+# ---------------------------------------------------------------------------------------------
+
+
+def part_key(path: str | Path, cfg: dict[str, Any]) -> str:
+    """Key of one input's part: its path, size and mtime plus the per-file config hash."""
+    p = Path(path).resolve()
+    st = p.stat()
+    blob = f"{PART_VERSION}|{p}|{st.st_size}|{st.st_mtime_ns}|{per_file_config_hash(cfg)}"
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".warc.gz", ".warc", ".gz"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def part_paths(parts_dir: Path, path: Path, key: str) -> dict[str, Path]:
+    base = parts_dir / f"{_stem(path)}-{key}"
+    return {"articles": Path(f"{base}.articles.parquet"), "dropped": Path(f"{base}.dropped.parquet"),
+            "done": Path(f"{base}.json")}
+
+
+def part_done(paths: dict[str, Path]) -> bool:
+    """A part is finished when its counters JSON (written last) and both tables exist."""
+    return all(p.exists() for p in paths.values())
+
+
+def run_part(path: str, parts_dir: str, key: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Process one WARC file and write its part atomically (the JSON marker last)."""
+    p = Path(path)
+    paths = part_paths(Path(parts_dir), p, key)
+    articles, dropped, counters, file_errors = process_warc(p, config)
+    atomic_write_table(paths["articles"], articles, schema.ARTICLES)
+    atomic_write_table(paths["dropped"], dropped, schema.DROPPED)
+    counters = {**counters, "part_key": key, "sha256": sha256_file(p), "size": p.stat().st_size,
+                "file_errors": file_errors}
+    atomic_write_json(paths["done"], counters)
+    return counters
+
+
+def _ray_task(row: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    counters = run_part(row["path"], row["parts_dir"], row["key"], config)
+    return {"path": row["path"], "seconds": float(counters["seconds"])}
+
+
+# ---------------------------------------------------------------------------------------------
+# executors
+# ---------------------------------------------------------------------------------------------
+
+
+def _run_local(tasks: list[tuple[str, str, str]], cfg: dict, workers: int, progress: bool,
+               on_file_done: Callable[[str], None] | None) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tasks), desc="WARC files", unit="file", disable=not progress)
+    try:
+        if workers <= 1 or len(tasks) <= 1:
+            for path, parts_dir, key in tasks:
+                run_part(path, parts_dir, key, cfg)
+                bar.update(1)
+                if on_file_done:
+                    on_file_done(path)
+            return
+        # spawn: the parent holds polars/Arrow thread pools, which fork would copy mid-state
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
+            futures = {pool.submit(run_part, path, parts_dir, key, cfg): path for path, parts_dir, key in tasks}
+            for fut in as_completed(futures):
+                fut.result()
+                bar.update(1)
+                if on_file_done:
+                    on_file_done(futures[fut])
+    finally:
+        bar.close()
+
+
+def _run_ray(tasks: list[tuple[str, str, str]], cfg: dict, workers: int, progress: bool,
+             address: str | None) -> None:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise CorpusError(
+            "engine 'ray' needs Ray: install the distributed extra (pip install 'forecast-env[distributed]') "
+            "or use --engine local"
+        ) from exc
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = workers
+        ray.init(**kwargs)
+        started = True
+    try:
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = progress
+        items = [{"path": p, "parts_dir": d, "key": k} for p, d, k in tasks]
+        ds = ray.data.from_items(items, override_num_blocks=len(items))
+        ds.map(_ray_task, fn_kwargs={"config": cfg}).take_all()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------
+# the store
+# ---------------------------------------------------------------------------------------------
+
+
+def _table_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def write_if_changed(path: Path, table: pa.Table) -> bool:
+    """Write `table` as Parquet atomically unless the file already holds exactly these bytes."""
+    data = _table_bytes(table)
+    if path.exists() and path.stat().st_size == len(data) and sha256_file(path) == hashlib.sha256(data).hexdigest():
+        return False
+    atomic_write_bytes(path, data)
+    return True
+
+
+def _clean_temporaries(ws: Workspace) -> None:
+    # leftovers of a build killed inside an atomic write
+    for d in (ws.corpus_dir, ws.parts_dir, ws.articles_dir, ws.dropped_dir):
+        if d.is_dir():
+            for tmp in d.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+
+
+def resolve_inputs(warc_paths: Iterable[str | Path]) -> list[Path]:
+    """Existing WARC files, unique by resolved path, sorted by file name then path."""
+    seen: dict[Path, Path] = {}
+    for raw in warc_paths:
+        p = Path(raw).expanduser()
+        if not p.is_file():
+            raise CorpusError(f"WARC file {p} does not exist or is not a file; check the --warc path/glob")
+        seen.setdefault(p.resolve(), p.resolve())
+    if not seen:
+        raise CorpusError("no WARC files given; pass --warc 'path/*.warc.gz'")
+    return sorted(seen, key=lambda p: (p.name, str(p)))
+
+
+def build_corpus(
+    warc_paths: Sequence[str | Path],
+    workspace: str | Path,
+    config: dict | None = None,
+    workers: int | None = None,
+    engine: str = "local",
+    progress: bool = True,
+    on_file_done: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Build (or update) the corpus of `workspace` from WARC files; returns the build summary.
+
+    Only files without a finished part are processed; dedup and the store always cover all inputs,
+    so the result equals a from-scratch build. `on_file_done(path)` is called after each new part.
+    """
+    from forecast_env.corpus_build.report import build_report, render_markdown
+
+    t_start = time.perf_counter()
+    cfg = config if config is not None else load_config("corpus")
+    exec_cfg = cfg.get("execution") or {}
+    if engine not in ("local", "ray"):
+        raise CorpusError(f"engine {engine!r} is not known; choose local or ray")
+    workers = int(workers or exec_cfg.get("workers") or os.cpu_count() or 1)
+    inputs = resolve_inputs(warc_paths)
+    ws = Workspace.at(workspace, create=True)
+    for d in (ws.parts_dir, ws.articles_dir, ws.dropped_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    _clean_temporaries(ws)
+
+    keys = {p: part_key(p, cfg) for p in inputs}
+    all_parts = {p: part_paths(ws.parts_dir, p, keys[p]) for p in inputs}
+    pending = [(str(p), str(ws.parts_dir), keys[p]) for p in inputs if not part_done(all_parts[p])]
+    t_proc = time.perf_counter()
+    if pending:
+        if engine == "ray":
+            _run_ray(pending, cfg, workers, progress, exec_cfg.get("ray_address"))
+            if on_file_done:
+                for path, _, _ in pending:
+                    on_file_done(path)
+        else:
+            _run_local(pending, cfg, workers, progress, on_file_done)
+    t_merge = time.perf_counter()
+
+    # merge the parts of every input
+    counters = [json.loads(all_parts[p]["done"].read_text()) for p in inputs]
+    articles = pa.concat_tables([pq.read_table(all_parts[p]["articles"]) for p in inputs]).cast(schema.ARTICLES)
+    dropped = pa.concat_tables([pq.read_table(all_parts[p]["dropped"]) for p in inputs]).cast(schema.DROPPED)
+    file_errors = [e for c in counters for e in c.get("file_errors", [])]
+
+    articles_df, dedup_drops = apply_dedup(articles, cfg)
+    dropped = pa.concat_tables([dropped, dedup_drops])
+    t_dedup = time.perf_counter()
+
+    written = write_store(ws, articles_df, dropped, file_errors)
+    report = build_report(counters, dropped, articles_df.to_arrow(), file_errors)
+    atomic_write_json(ws.corpus_dir / "report.json", report)
+    atomic_write_bytes(ws.corpus_dir / "report.md", render_markdown(report).encode("utf-8"))
+
+    file_ids = sorted(f"{c['warc_file']}:{c['size']}:{c['sha256']}" for c in counters)
+    snapshot_id = hashlib.sha256(("\n".join(file_ids) + "\n" + snapshot_config_hash(cfg)).encode()).hexdigest()[:16]
+    t_end = time.perf_counter()
+    timings = {"process_s": round(t_merge - t_proc, 3), "dedup_s": round(t_dedup - t_merge, 3),
+               "store_s": round(t_end - t_dedup, 3), "total_s": round(t_end - t_start, 3)}
+    counts = {"files": len(inputs), "files_processed": len(pending), "records_in": report["records_in"],
+              "kept": report["kept"], "dropped": dropped.num_rows, "leak_flags": report["leak_flags"],
+              "file_errors": len(file_errors)}
+    manifest_files = sorted(ws.articles_dir.glob("*.parquet")) + sorted(ws.dropped_dir.glob("*.parquet")) + [
+        p for p in (ws.corpus_dir / "doc_index.parquet", ws.corpus_dir / "file_errors.parquet",
+                    ws.corpus_dir / "report.json", ws.corpus_dir / "report.md") if p.exists()]
+    write_manifest(ws.corpus_dir, "corpus", files=manifest_files, config=cfg, extra={
+        "snapshot_id": snapshot_id, "inputs": file_ids, "counts": counts, "timings": timings,
+        "config_hash_snapshot": snapshot_config_hash(cfg)})
+    return {
+        "snapshot_id": snapshot_id,
+        "counts": counts,
+        "report": report,
+        "timings": timings,
+        "written": written,
+        "paths": {"workspace": str(ws.root), "articles": str(ws.articles_dir), "dropped": str(ws.dropped_dir),
+                  "doc_index": str(ws.corpus_dir / "doc_index.parquet"),
+                  "report": str(ws.corpus_dir / "report.md"), "manifest": str(ws.corpus_dir / "manifest.json")},
+    }
+
+
+def apply_dedup(articles: pa.Table, cfg: dict[str, Any]) -> tuple[pl.DataFrame, pa.Table]:
+    """Remove duplicates (SPEC 2.8): (kept articles, dropped rows of stage "dedup")."""
+    df = pl.from_arrow(articles)
+    if not isinstance(df, pl.DataFrame):  # a table with no rows may come back as a Series
+        df = pl.DataFrame(df)
+    # the same WARC record read twice (a file under two names) is one article
+    df = df.sort(["doc_id", "warc_file", "warc_offset"])
+    repeat = df.filter(pl.col("doc_id").is_duplicated() & ~pl.col("doc_id").is_first_distinct())
+    df = df.filter(pl.col("doc_id").is_first_distinct())
+    dups = find_duplicates(df, cfg.get("dedup") or {})
+    rows = df.join(dups, on="doc_id", how="inner")
+    kept = df.join(dups.select("doc_id"), on="doc_id", how="anti")
+    dropped = pl.concat([
+        rows.select(["doc_id", "url", "warc_file", "warc_offset", pl.lit("dedup").alias("stage"),
+                     "reason", pl.lit(None, dtype=pl.Utf8).alias("detail"), "dup_of"]),
+        repeat.select(["doc_id", "url", "warc_file", "warc_offset", pl.lit("dedup").alias("stage"),
+                       pl.lit("dup_canonical_url").alias("reason"),
+                       pl.lit("same record").alias("detail"), pl.col("doc_id").alias("dup_of")]),
+    ])
+    return kept, conform(dropped.to_arrow(), schema.DROPPED)
+
+
+def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_errors: list[dict]) -> dict[str, list[str]]:
+    """Month shards, dropped tables, doc index and file errors; only changed files are rewritten."""
+    written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
+    df = articles.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("_month")).sort(
+        ["day", "doc_id", "warc_file", "warc_offset"])
+    months = sorted(df["_month"].unique().to_list()) if df.height else []
+    index_parts = []
+    for month in months:
+        part = df.filter(pl.col("_month") == month)
+        table = conform(part.drop("_month").to_arrow(), schema.ARTICLES)
+        if write_if_changed(ws.articles_dir / f"{month}.parquet", table):
+            written["articles"].append(month)
+        index_parts.append(pl.DataFrame({"doc_id": part["doc_id"], "month": [month] * part.height,
+                                         "row": list(range(part.height))},
+                                        schema={"doc_id": pl.Utf8, "month": pl.Utf8, "row": pl.Int32}))
+    for old in ws.articles_dir.glob("????-??.parquet"):
+        if old.stem not in months:
+            old.unlink()
+            written["removed"].append(old.name)
+
+    doc_index = (pl.concat(index_parts) if index_parts
+                 else pl.DataFrame(schema={"doc_id": pl.Utf8, "month": pl.Utf8, "row": pl.Int32})).sort("doc_id")
+    write_if_changed(ws.corpus_dir / "doc_index.parquet", doc_index.to_arrow().cast(DOC_INDEX))
+
+    ddf = pl.from_arrow(dropped)
+    stages = [s for s in schema.CORPUS_STAGES]
+    for stage in stages:
+        sub = ddf.filter(pl.col("stage") == stage).sort(["warc_file", "warc_offset", "doc_id", "reason"],
+                                                        nulls_last=True)
+        target = ws.dropped_dir / f"{stage}.parquet"
+        if write_if_changed(target, conform(sub.to_arrow(), schema.DROPPED)):
+            written["dropped"].append(stage)
+    fe = pa.Table.from_pylist(sorted(file_errors, key=lambda e: e["warc_file"]), schema=schema.FILE_ERRORS)
+    write_if_changed(ws.corpus_dir / "file_errors.parquet", fe)
+    return written
+
+
+#: `WS/corpus/doc_index.parquet`: where each kept article lives (month shard + row), sorted by doc_id.
+DOC_INDEX = pa.schema([("doc_id", pa.string()), ("month", pa.string()), ("row", pa.int32())])
+
+
+def lookup_article(workspace: str | Path, doc_id: str) -> dict[str, Any] | None:
+    """Read one article by doc id through the doc index (month shard + row); None if unknown."""
+    ws = Workspace.at(workspace)
+    idx = pl.read_parquet(ws.corpus_dir / "doc_index.parquet").filter(pl.col("doc_id") == doc_id)
+    if idx.height == 0:
+        return None
+    month, row = idx["month"][0], int(idx["row"][0])
+    pf = pq.ParquetFile(ws.articles_dir / f"{month}.parquet")
+    # walk row groups to the one holding `row`
+    offset = 0
+    for g in range(pf.num_row_groups):
+        n = pf.metadata.row_group(g).num_rows
+        if row < offset + n:
+            return pf.read_row_group(g).slice(row - offset, 1).to_pylist()[0]
+        offset += n
+    return None
+
+
+__all__ = ["build_corpus", "process_warc", "apply_dedup", "write_store", "lookup_article", "make_doc_id",
+           "part_key", "DOC_INDEX"]

@@ -1,0 +1,416 @@
+"""Stage 5 of the corpus builder (SPEC 2.5): Gopher quality + repetition, C4 and FineWeb filters.
+
+Faithful ports of datatrove's filters (huggingface/datatrove, src/datatrove/pipeline/filters/
+gopher_quality_filter.py, gopher_repetition_filter.py, c4_filters.py, fineweb_quality_filter.py),
+with the thresholds as constructor arguments and datatrove's FineWeb defaults. We do not depend on
+datatrove (it drops the metadata we need) nor on NLTK: `word_tokenize` / `sent_tokenize` below are
+regex approximations of NLTK's Treebank word tokenizer and Punkt sentence splitter that datatrove
+uses for English (contractions split as "do" + "n't", punctuation as separate tokens, ellipses
+kept whole). Each filter's `filter(text)` returns a `FilterResult` whose reason is one of
+`forecast_env.schema.CORPUS_REASONS["quality"]`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol
+
+from forecast_env.errors import ConfigError
+from forecast_env.schema import CORPUS_REASONS
+
+__all__ = [
+    "STOP_WORDS",
+    "C4Filter",
+    "FilterResult",
+    "FineWebFilter",
+    "GopherQualityFilter",
+    "GopherRepetitionFilter",
+    "apply_filters",
+    "build_filters",
+    "sent_tokenize",
+    "word_tokenize",
+]
+
+#: Gopher's stop words (Rae et al. 2021, as in datatrove).
+STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+
+_WORD_RE = re.compile(
+    r"\w+(?=n't\b)|n't\b|\w+(?='(?:s|re|ve|ll|d|m)\b)|'(?:s|re|ve|ll|d|m)\b|\w+(?:[.,'\-]\w+)*|\.\.\.|…|[^\w\s]",
+    re.IGNORECASE,
+)
+_ABBREV = (
+    "mr|mrs|ms|dr|prof|sr|jr|st|mt|gen|gov|sen|rep|lt|col|sgt|capt|cmdr|adm|rev|hon|pres|"
+    "inc|ltd|co|corp|vs|etc|no|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|u\\.s|u\\.k|"
+    "e\\.g|i\\.e|a\\.m|p\\.m|approx|est|fig|dept|univ|ave|blvd"
+)
+_SENT_SPLIT = re.compile(r"[.!?…][\"'”’)\]]*(\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
+_ABBREV_END = re.compile(r"\b(?:" + _ABBREV + r"|[a-z])\.$", re.IGNORECASE)
+
+
+def _is_symbol_char(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "PSCZ"
+
+
+def word_tokenize(text: str) -> list[str]:
+    """English word tokens approximating NLTK's `word_tokenize` (punctuation split off)."""
+    return _WORD_RE.findall(text)
+
+
+def sent_tokenize(text: str) -> list[str]:
+    """Sentences approximating NLTK Punkt: split after . ! ? before a capital, not after abbreviations."""
+    text = text.strip()
+    if not text:
+        return []
+    pieces, start = [], 0
+    for m in _SENT_SPLIT.finditer(text):
+        pieces.append(text[start : m.start(1)])
+        start = m.end(1)
+    pieces.append(text[start:])
+    sents: list[str] = []
+    for piece in pieces:
+        if sents and _ABBREV_END.search(sents[-1]):
+            sents[-1] = sents[-1] + " " + piece
+        else:
+            sents.append(piece)
+    return [s.strip() for s in sents if s.strip()]
+
+
+@dataclass
+class FilterResult:
+    """Keep or drop with a reason code; `text` is the document after line-level cleanup (C4)."""
+
+    keep: bool
+    reason: str | None
+    detail: str | None
+    text: str
+
+
+class DocumentFilter(Protocol):
+    name: str
+
+    def filter(self, text: str) -> FilterResult: ...
+
+
+def _drop(reason: str, detail: str, text: str) -> FilterResult:
+    return FilterResult(False, reason, detail, text)
+
+
+class GopherQualityFilter:
+    """Gopher quality heuristics (Rae et al. 2021, Table A1; datatrove GopherQualityFilter)."""
+
+    name = "gopher_quality"
+
+    def __init__(
+        self,
+        min_doc_words: int | None = 50,
+        max_doc_words: int | None = 100_000,
+        min_avg_word_length: float | None = 3,
+        max_avg_word_length: float | None = 10,
+        max_symbol_word_ratio: float | None = 0.1,
+        max_bullet_lines_ratio: float | None = 0.9,
+        max_ellipsis_lines_ratio: float | None = 0.3,
+        max_non_alpha_words_ratio: float | None = 0.8,
+        min_stop_words: int | None = 2,
+        stop_words: tuple[str, ...] | list[str] | None = None,
+    ):
+        self.min_doc_words = min_doc_words
+        self.max_doc_words = max_doc_words
+        self.min_avg_word_length = min_avg_word_length
+        self.max_avg_word_length = max_avg_word_length
+        self.max_symbol_word_ratio = max_symbol_word_ratio
+        self.max_bullet_lines_ratio = max_bullet_lines_ratio
+        self.max_ellipsis_lines_ratio = max_ellipsis_lines_ratio
+        self.max_non_alpha_words_ratio = max_non_alpha_words_ratio
+        self.min_stop_words = min_stop_words
+        self.stop_words = frozenset(STOP_WORDS if stop_words is None else stop_words)
+
+    def filter(self, text: str) -> FilterResult:
+        words = word_tokenize(text)
+        n_words = len(words)
+        non_symbol = [w for w in words if not all(_is_symbol_char(c) for c in w)]
+        n_non_symbol = len(non_symbol)
+        if self.min_doc_words and n_non_symbol < self.min_doc_words:
+            return _drop("gopher_short_doc", f"words={n_non_symbol}", text)
+        if self.max_doc_words and n_non_symbol > self.max_doc_words:
+            return _drop("gopher_long_doc", f"words={n_non_symbol}", text)
+        avg = sum(len(w) for w in non_symbol) / n_non_symbol
+        if self.min_avg_word_length and avg < self.min_avg_word_length:
+            return _drop("gopher_mean_word_length", f"mean={avg:.2f}", text)
+        if self.max_avg_word_length and avg > self.max_avg_word_length:
+            return _drop("gopher_mean_word_length", f"mean={avg:.2f}", text)
+        if self.max_symbol_word_ratio:
+            ratio = text.count("#") / n_words
+            if ratio > self.max_symbol_word_ratio:
+                return _drop("gopher_symbol_ratio", f"hash_per_word={ratio:.3f}", text)
+            ratio = (text.count("...") + text.count("…")) / n_words
+            if ratio > self.max_symbol_word_ratio:
+                return _drop("gopher_ellipsis_ratio", f"ellipsis_per_word={ratio:.3f}", text)
+        lines = text.splitlines() or [""]
+        if self.max_bullet_lines_ratio:
+            ratio = sum(s.lstrip().startswith(("•", "-")) for s in lines) / len(lines)
+            if ratio > self.max_bullet_lines_ratio:
+                return _drop("gopher_bullet_lines", f"ratio={ratio:.3f}", text)
+        if self.max_ellipsis_lines_ratio:
+            ratio = sum(s.rstrip().endswith(("...", "…")) for s in lines) / len(lines)
+            if ratio > self.max_ellipsis_lines_ratio:
+                return _drop("gopher_ellipsis_lines", f"ratio={ratio:.3f}", text)
+        if self.max_non_alpha_words_ratio:
+            ratio = sum(any(c.isalpha() for c in w) for w in words) / n_words
+            if ratio < self.max_non_alpha_words_ratio:
+                return _drop("gopher_alpha_words", f"alpha_ratio={ratio:.3f}", text)
+        if self.min_stop_words:
+            # datatrove compares tokens as they are (case-sensitive).
+            n_stop = sum(w in self.stop_words for w in words)
+            if n_stop < self.min_stop_words:
+                return _drop("gopher_stop_words", f"stop_words={n_stop}", text)
+        return FilterResult(True, None, None, text)
+
+
+def _find_duplicates(items: list[str]) -> tuple[int, int]:
+    """(number of repeated elements, their characters), first occurrences not counted."""
+    seen: set[str] = set()
+    dup_elements = dup_chars = 0
+    for item in items:
+        if item in seen:
+            dup_elements += 1
+            dup_chars += len(item)
+        else:
+            seen.add(item)
+    return dup_elements, dup_chars
+
+
+def _top_ngram_chars(words: list[str], n: int) -> int:
+    """Characters covered by the most frequent n-gram (" "-joined length x count), as datatrove."""
+    grams = Counter(zip(*(words[i:] for i in range(n))))
+    if not grams:
+        return 0
+    gram, count = grams.most_common(1)[0]
+    return (sum(len(w) for w in gram) + n - 1) * count
+
+
+def _all_dup_ngram_chars(words: list[str], lengths: list[int], n: int) -> int:
+    """Characters of repeated n-grams, skipping past each repeat (datatrove find_all_duplicate)."""
+    n_words = len(words)
+    seen: set[tuple[str, ...]] = set()
+    repeated = idx = 0
+    while idx < n_words - n + 1:
+        gram = tuple(words[idx : idx + n])
+        if gram in seen:
+            repeated += sum(lengths[idx : idx + n])  # datatrove joins with "": no separators
+            idx += n
+        else:
+            seen.add(gram)
+            idx += 1
+    return repeated
+
+
+class GopherRepetitionFilter:
+    """Gopher repetition heuristics (Rae et al. 2021, Table A1; datatrove GopherRepetitionFilter)."""
+
+    name = "gopher_repetition"
+
+    def __init__(
+        self,
+        dup_line_frac: float | None = 0.3,
+        dup_para_frac: float | None = 0.3,
+        dup_line_char_frac: float | None = 0.2,
+        dup_para_char_frac: float | None = 0.2,
+        top_n_grams: tuple | list = ((2, 0.2), (3, 0.18), (4, 0.16)),
+        dup_n_grams: tuple | list = ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)),
+    ):
+        self.dup_line_frac = dup_line_frac
+        self.dup_para_frac = dup_para_frac
+        self.dup_line_char_frac = dup_line_char_frac
+        self.dup_para_char_frac = dup_para_char_frac
+        self.top_n_grams = [(int(n), float(f)) for n, f in top_n_grams]
+        self.dup_n_grams = [(int(n), float(f)) for n, f in dup_n_grams]
+        allowed = set(CORPUS_REASONS["quality"])
+        for n, _ in self.top_n_grams:
+            if f"gopher_top_{n}_gram" not in allowed:
+                raise ConfigError(f"quality.gopher_repetition.top_n_grams: n={n} is not one of 2, 3, 4")
+        for n, _ in self.dup_n_grams:
+            if f"gopher_dup_{n}_gram" not in allowed:
+                raise ConfigError(f"quality.gopher_repetition.dup_n_grams: n={n} is not one of 5..10")
+        self._para_re = re.compile(r"\n{2,}")
+        self._line_re = re.compile(r"\n+")
+
+    def filter(self, text: str) -> FilterResult:
+        n_chars = len(text)
+        if n_chars == 0:
+            return FilterResult(True, None, None, text)
+        paragraphs = self._para_re.split(text.strip())
+        dup, dup_chars = _find_duplicates(paragraphs)
+        if self.dup_para_frac and dup / len(paragraphs) > self.dup_para_frac:
+            return _drop("gopher_dup_para_frac", f"frac={dup / len(paragraphs):.3f}", text)
+        if self.dup_para_char_frac and dup_chars / n_chars > self.dup_para_char_frac:
+            return _drop("gopher_dup_para_char_frac", f"frac={dup_chars / n_chars:.3f}", text)
+        lines = self._line_re.split(text)
+        dup, dup_chars = _find_duplicates(lines)
+        if self.dup_line_frac and dup / len(lines) > self.dup_line_frac:
+            return _drop("gopher_dup_line_frac", f"frac={dup / len(lines):.3f}", text)
+        if self.dup_line_char_frac and dup_chars / n_chars > self.dup_line_char_frac:
+            return _drop("gopher_dup_line_char_frac", f"frac={dup_chars / n_chars:.3f}", text)
+        words = word_tokenize(text)
+        for n, frac in self.top_n_grams:
+            share = _top_ngram_chars(words, n) / n_chars
+            if share > frac:
+                return _drop(f"gopher_top_{n}_gram", f"share={share:.3f}", text)
+        lengths = [len(w) for w in words]
+        for n, frac in self.dup_n_grams:
+            share = _all_dup_ngram_chars(words, lengths, n) / n_chars
+            if share > frac:
+                return _drop(f"gopher_dup_{n}_gram", f"share={share:.3f}", text)
+        return FilterResult(True, None, None, text)
+
+
+_CITATION_RE = re.compile(r"\[\d*]|\[edit]|\[citation needed]", re.IGNORECASE)
+_END_PUNCT = (".", "?", "!", '"', "'")
+POLICY_SUBSTRINGS = (
+    "terms of use",
+    "privacy policy",
+    "cookie policy",
+    "uses cookies",
+    "use of cookies",
+    "use cookies",
+)
+
+
+class C4Filter:
+    """C4 line cleanup then document rules (Raffel et al. 2020; datatrove C4QualityFilter)."""
+
+    name = "c4"
+
+    def __init__(
+        self,
+        max_word_length: int = 1000,
+        min_words_per_line: int = 3,
+        min_sentences: int = 5,
+        filter_javascript: bool = True,
+        filter_policy: bool = True,
+        filter_lorem_ipsum: bool = True,
+        filter_curly_bracket: bool = True,
+        remove_citations: bool = True,
+        filter_no_terminal_punct: bool = False,
+    ):
+        self.max_word_length = max_word_length
+        self.min_words_per_line = min_words_per_line
+        self.min_sentences = min_sentences
+        self.filter_javascript = filter_javascript
+        self.filter_policy = filter_policy
+        self.filter_lorem_ipsum = filter_lorem_ipsum
+        self.filter_curly_bracket = filter_curly_bracket
+        self.remove_citations = remove_citations
+        self.filter_no_terminal_punct = filter_no_terminal_punct
+
+    def filter(self, text: str) -> FilterResult:
+        n_sentences = 0
+        kept: list[str] = []
+        for line in text.splitlines():
+            line = line.strip()
+            words = line.split()
+            if self.max_word_length != -1 and any(len(w) > self.max_word_length for w in words):
+                continue
+            if self.remove_citations:
+                line = _CITATION_RE.sub("", line)
+            if self.filter_no_terminal_punct and (not line.endswith(_END_PUNCT) or line.endswith("...")):
+                continue
+            if len(words) < self.min_words_per_line:
+                continue
+            low = line.lower()
+            if self.filter_lorem_ipsum and "lorem ipsum" in low:
+                return _drop("c4_lorem_ipsum", None, text)
+            if self.filter_javascript and "javascript" in low:
+                continue
+            if self.filter_curly_bracket and "{" in line:
+                return _drop("c4_curly_bracket", None, text)
+            if self.filter_policy and any(p in low for p in POLICY_SUBSTRINGS):
+                continue
+            n_sentences += len(sent_tokenize(line))
+            kept.append(line)
+        if n_sentences < self.min_sentences:
+            return _drop("c4_too_few_sentences", f"sentences={n_sentences}", text)
+        return FilterResult(True, None, None, "\n".join(kept).strip())
+
+
+class FineWebFilter:
+    """FineWeb's own line heuristics (Penedo et al. 2024; datatrove FineWebQualityFilter)."""
+
+    name = "fineweb"
+
+    def __init__(
+        self,
+        line_punct_thr: float = 0.12,
+        line_punct_exclude_zero: bool = False,
+        short_line_thr: float = 0.67,
+        short_line_length: int = 30,
+        char_duplicates_ratio: float = 0.01,
+        new_line_ratio: float = 0.3,
+    ):
+        self.line_punct_thr = line_punct_thr
+        self.line_punct_exclude_zero = line_punct_exclude_zero
+        self.short_line_thr = short_line_thr
+        self.short_line_length = short_line_length
+        self.char_duplicates_ratio = char_duplicates_ratio
+        self.new_line_ratio = new_line_ratio
+
+    def filter(self, text: str) -> FilterResult:
+        lines = text.split("\n")
+        ratio = sum(1 for line in lines if line.endswith((".", "'", '"', "!", "?"))) / len(lines)
+        if ratio <= self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
+            return _drop("fineweb_punct_lines", f"ratio={ratio:.3f}", text)
+        ratio = sum(1 for line in lines if len(line) <= self.short_line_length) / len(lines)
+        if ratio >= self.short_line_thr:
+            return _drop("fineweb_short_lines", f"ratio={ratio:.3f}", text)
+        non_empty = [line for line in lines if line.strip()]
+        n_chars = len(text.replace("\n", "")) or 1
+        ratio = _find_duplicates(non_empty)[1] / n_chars
+        if ratio >= self.char_duplicates_ratio:
+            return _drop("fineweb_dup_line_chars", f"ratio={ratio:.4f}", text)
+        n_words = len(word_tokenize(text)) or 1
+        ratio = text.count("\n") / n_words
+        if ratio > self.new_line_ratio:
+            return _drop("fineweb_newline_ratio", f"ratio={ratio:.3f}", text)
+        return FilterResult(True, None, None, text)
+
+
+_FILTERS = (
+    ("gopher_quality", GopherQualityFilter),
+    ("gopher_repetition", GopherRepetitionFilter),
+    ("c4", C4Filter),
+    ("fineweb", FineWebFilter),
+)
+
+
+def build_filters(quality_cfg: dict) -> list[DocumentFilter]:
+    """Filters from the `quality` config section, in order Gopher quality, repetition, C4, FineWeb."""
+    quality_cfg = quality_cfg or {}
+    unknown = set(quality_cfg) - {name for name, _ in _FILTERS}
+    if unknown:
+        raise ConfigError(
+            f"quality: unknown filter section(s) {sorted(unknown)}; expected {[name for name, _ in _FILTERS]}"
+        )
+    filters: list[DocumentFilter] = []
+    for name, cls in _FILTERS:
+        params = dict(quality_cfg.get(name) or {})
+        if not params.pop("enabled", True):
+            continue
+        try:
+            filters.append(cls(**params))
+        except TypeError as exc:
+            raise ConfigError(
+                f"quality.{name}: bad key ({exc}); see forecast_env/defaults/corpus.yaml"
+            ) from exc
+    return filters
+
+
+def apply_filters(text: str, filters) -> FilterResult:
+    """Run filters in order; the first failing one gives the reason; C4's cleaned text flows on."""
+    for f in filters:
+        result = f.filter(text)
+        if not result.keep:
+            return result
+        text = result.text
+    return FilterResult(True, None, None, text)

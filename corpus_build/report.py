@@ -1,0 +1,143 @@
+"""The corpus funnel report (SPEC 2): records in, drops per stage and reason, kept, timestamp
+sources, duplicates per stage, leak flags and files that could not be read whole.
+
+`build_report` returns a JSON-able dict (written to `WS/corpus/report.json`); `render_markdown`
+and `render_summary` turn it into the Markdown funnel and a short console summary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from forecast_env import schema
+from forecast_env.errors import WorkspaceError
+from forecast_env.store import Workspace
+
+
+def _counts(df: pl.DataFrame, col: str) -> dict[str, int]:
+    if df.height == 0 or col not in df.columns:
+        return {}
+    vc = df.group_by(col).len().sort(["len", col], descending=[True, False])
+    return {str(k): int(v) for k, v in zip(vc[col].to_list(), vc["len"].to_list())}
+
+
+def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, articles: pa.Table,
+                 file_errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The funnel of one build from per-file counters, all dropped rows and the kept articles."""
+    ddf = pl.from_arrow(dropped) if dropped.num_rows else pl.DataFrame(schema={"stage": pl.Utf8, "reason": pl.Utf8})
+    adf = pl.from_arrow(articles) if articles.num_rows else pl.DataFrame(
+        schema={"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
+                "leak_flag": pl.Boolean, "leak_reason": pl.Utf8, "day": pl.Date})
+    records_in = int(sum(int(c.get("records_in", 0)) for c in counters))
+    stages = []
+    remaining = records_in
+    for stage in schema.CORPUS_STAGES:
+        sub = ddf.filter(pl.col("stage") == stage)
+        n = sub.height
+        stages.append({"stage": stage, "in": remaining, "dropped": n, "out": remaining - n,
+                       "reasons": _counts(sub, "reason")})
+        remaining -= n
+    kept = int(adf.height)
+    sources = _counts(adf, "t_source")
+    shares = {s: (round(100.0 * sources.get(s, 0) / kept, 2) if kept else 0.0) for s in ("pub", "mod", "crawl")}
+    leak = adf.filter(pl.col("leak_flag")) if kept else adf
+    leak_kinds = {}
+    if leak.height:
+        kinds = leak.with_columns(pl.col("leak_reason").str.split(":").list.first().alias("kind"))
+        leak_kinds = _counts(kinds, "kind")
+    months = {}
+    if kept:
+        m = adf.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("month"))
+        months = dict(sorted(_counts(m, "month").items()))
+    return {
+        "files": len(counters),
+        "records_in": records_in,
+        "non_response_skipped": int(sum(int(c.get("non_response_skipped", 0)) for c in counters)),
+        "stages": stages,
+        "kept": kept,
+        "consistent": remaining == kept,
+        "timestamps": {
+            "source_counts": {s: sources.get(s, 0) for s in ("pub", "mod", "crawl")},
+            "source_share_pct": shares,
+            "rules": _counts(adf, "t_rule"),
+            "pub_rules": _counts(adf.drop_nulls("t_pub_rule") if kept else adf, "t_pub_rule"),
+            "mod_rules": _counts(adf.drop_nulls("t_mod_rule") if kept else adf, "t_mod_rule"),
+        },
+        "dedup": {r: stages[-1]["reasons"].get(r, 0) for r in schema.CORPUS_REASONS["dedup"]},
+        "leak_flags": int(leak.height),
+        "leak_kinds": leak_kinds,
+        "months": months,
+        "file_errors": [dict(e) for e in file_errors],
+    }
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The funnel as Markdown (like the paper's Table 5, one line per quality filter)."""
+    lines = ["# Corpus build report", "",
+             f"{report['files']} WARC files, {report['records_in']:,} response records "
+             f"({report['non_response_skipped']:,} non-response records skipped).", "",
+             "## Funnel", "", "| stage | in | dropped | out |", "|---|---:|---:|---:|"]
+    for s in report["stages"]:
+        lines.append(f"| {s['stage']} | {s['in']:,} | {s['dropped']:,} | {s['out']:,} |")
+    lines += ["", f"Kept: **{report['kept']:,}** articles.", "", "## Drops per reason", "",
+              "| stage | reason | dropped |", "|---|---|---:|"]
+    for s in report["stages"]:
+        for reason, n in s["reasons"].items():
+            lines.append(f"| {s['stage']} | {reason} | {n:,} |")
+    ts = report["timestamps"]
+    lines += ["", "## Timestamp sources", "", "| source | articles | share |", "|---|---:|---:|"]
+    for src in ("pub", "mod", "crawl"):
+        lines.append(f"| {src} | {ts['source_counts'][src]:,} | {ts['source_share_pct'][src]:.1f}% |")
+    lines += ["", "| rule that gave t | articles |", "|---|---:|"]
+    lines += [f"| {rule} | {n:,} |" for rule, n in ts["rules"].items()]
+    lines += ["", "## Duplicates removed", "", "| stage | removed |", "|---|---:|"]
+    lines += [f"| {r} | {n:,} |" for r, n in report["dedup"].items()]
+    lines += ["", f"## Leakage screen", "", f"{report['leak_flags']:,} articles flagged "
+              f"({', '.join(f'{k}: {v}' for k, v in report['leak_kinds'].items()) or 'none'}); "
+              "they stay in the store and are hidden from search by default.", ""]
+    lines += ["## Articles per month", "", "| month | articles |", "|---|---:|"]
+    lines += [f"| {m} | {n:,} |" for m, n in report["months"].items()]
+    lines += ["", "## Files not read whole", ""]
+    if report["file_errors"]:
+        lines += ["| file | records read | error |", "|---|---:|---|"]
+        lines += [f"| {e['warc_file']} | {e['records_read']} | {e['error']} |" for e in report["file_errors"]]
+    else:
+        lines.append("none")
+    return "\n".join(lines) + "\n"
+
+
+def render_summary(summary: Mapping[str, Any]) -> str:
+    """A short console summary of `build_corpus`'s result."""
+    r = summary["report"]
+    c = summary["counts"]
+    t = summary["timings"]
+    stage_line = ", ".join(f"{s['stage']} -{s['dropped']:,}" for s in r["stages"])
+    ts = r["timestamps"]["source_share_pct"]
+    lines = [
+        f"corpus {summary['snapshot_id']}: {r['kept']:,} articles kept of {r['records_in']:,} records "
+        f"({c['files']} files, {c['files_processed']} processed now)",
+        f"  dropped per stage: {stage_line}",
+        f"  timestamps: pub {ts['pub']:.1f}% / mod {ts['mod']:.1f}% / crawl {ts['crawl']:.1f}%",
+        "  duplicates: " + ", ".join(f"{k} {v:,}" for k, v in r["dedup"].items()),
+        f"  leak flags: {r['leak_flags']:,}; files not read whole: {len(r['file_errors'])}",
+        f"  time: {t['total_s']:.1f}s (per-file stages {t['process_s']:.1f}s, dedup {t['dedup_s']:.1f}s, "
+        f"store {t['store_s']:.1f}s)",
+        f"  output: {summary['paths']['articles']} (report: {summary['paths']['report']})",
+    ]
+    return "\n".join(lines)
+
+
+def load_report(workspace: str | Path) -> dict[str, Any]:
+    """Read `WS/corpus/report.json`."""
+    ws = Workspace.at(workspace)
+    path = ws.require(ws.corpus_dir / "report.json", "corpus report", "forecast-env corpus build")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise WorkspaceError(f"{path}: corrupt report ({exc}); rerun `forecast-env corpus build`") from exc

@@ -1,0 +1,246 @@
+"""Reading CC-NEWS WARC files: `response` records with decoded HTML, or a drop with a reason code.
+
+Stage 1 of the corpus builder (SPEC 2.1). Non-response records (warcinfo, request, metadata) are
+skipped silently; each response record becomes either a `WarcPage` (HTML decoded to text) or a
+`ReadDrop` whose reason is one of `schema.CORPUS_REASONS["read"]`. A truncated or corrupt file keeps
+what was read before the fault and reports the fault on the reader (`WarcReader.error`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+#: Content types accepted as HTML.
+HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml+html")
+#: Content types that say nothing reliable: the payload is sniffed instead.
+GENERIC_TYPES = ("", "application/octet-stream", "text/plain", "unknown/unknown", "binary/octet-stream")
+#: Leading bytes of common binary formats served under a wrong or missing content type.
+BINARY_MAGIC = (
+    b"%PDF", b"\xff\xd8\xff", b"\x89PNG", b"GIF87a", b"GIF89a", b"PK\x03\x04", b"RIFF", b"\x1f\x8b",
+    b"OggS", b"ID3", b"\x00\x00\x01\x00", b"wOFF", b"wOF2",
+)
+#: Candidate encodings for undeclared or mis-declared pages (charset_normalizer detection).
+LEGACY_CHARSETS = ["cp1252", "iso8859_15", "cp1250", "iso8859_2", "cp1251", "koi8_r", "iso8859_7", "cp1253",
+                   "cp1254", "iso8859_9", "cp1256", "cp1255", "shift_jis", "euc_jp", "gb18030", "big5",
+                   "euc_kr", "utf_16"]
+_HTML_SNIFF = re.compile(rb"<\s*(!doctype\s+html|html|head|body|title|meta|div|p|article)[\s>/]", re.I)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*([A-Za-z0-9_\-:.]+)", re.I)
+
+
+@dataclass(frozen=True)
+class WarcPage:
+    """One readable HTML response record."""
+
+    url: str
+    crawl_time: datetime  # WARC-Date, aware UTC
+    record_id: str | None
+    offset: int
+    status: int
+    content_type: str | None
+    last_modified: str | None  # HTTP Last-Modified header, raw
+    html: str
+    charset: str
+    truncated: bool  # payload cut at read.max_payload_bytes
+
+
+@dataclass(frozen=True)
+class ReadDrop:
+    """A response record dropped at the read stage."""
+
+    url: str | None
+    crawl_time: datetime | None
+    record_id: str | None
+    offset: int
+    reason: str  # one of schema.CORPUS_REASONS["read"]
+    detail: str | None
+
+
+def parse_warc_date(value: str | None) -> datetime | None:
+    """Parse a WARC-Date (`2025-03-05T12:00:00Z`, fractional seconds allowed) to aware UTC."""
+    if not value:
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def _norm_charset(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        return codecs.lookup(name.strip().strip("\"'").lower()).name
+    except LookupError:
+        return None
+
+
+def sniff_is_html(payload: bytes) -> bool:
+    """True when the first bytes look like HTML and not like a known binary format."""
+    head = payload[:4096]
+    if head.lstrip().startswith(BINARY_MAGIC) or head.startswith(BINARY_MAGIC):
+        return False
+    return bool(_HTML_SNIFF.search(head))
+
+
+def classify_content(content_type: str | None, payload: bytes) -> bool:
+    """Whether a payload is HTML, from its declared type and, when missing/wrong, its bytes."""
+    mime = (content_type or "").split(";", 1)[0].strip().lower()
+    if payload[:8].startswith(BINARY_MAGIC):
+        return False  # a PDF or image served as text/html
+    if mime in HTML_TYPES:
+        return True
+    if mime in GENERIC_TYPES:
+        return sniff_is_html(payload)
+    return False
+
+
+def decode_payload(payload: bytes, content_type: str | None) -> tuple[str, str] | None:
+    """Decode HTML bytes: HTTP charset, else <meta charset> in the first 4 KB, else detection.
+
+    A declared charset that fails to decode strictly falls through to detection; returns
+    (text, charset) or None when nothing decodes.
+    """
+    candidates: list[str] = []
+    if content_type:
+        m = _HEADER_CHARSET.search(content_type)
+        if m and (cs := _norm_charset(m.group(1))):
+            candidates.append(cs)
+    m2 = _META_CHARSET.search(payload[:4096])
+    if m2 and (cs := _norm_charset(m2.group(1).decode("ascii", "ignore"))) and cs not in candidates:
+        candidates.append(cs)
+    if payload.startswith(codecs.BOM_UTF8):
+        candidates.insert(0, "utf-8-sig")
+    for cs in candidates:
+        try:
+            return payload.decode(cs), cs
+        except (UnicodeDecodeError, LookupError):
+            continue
+    try:
+        return payload.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        from charset_normalizer import from_bytes
+
+        # the legacy encodings web pages actually use; open-ended detection picks exotic code pages
+        best = from_bytes(payload[:200_000], cp_isolation=LEGACY_CHARSETS).best()
+    except Exception:  # detection itself failing is an undecodable payload, not a crash
+        best = None
+    if best is not None and best.encoding:
+        try:
+            return payload.decode(best.encoding), best.encoding
+        except (UnicodeDecodeError, LookupError):
+            pass
+    return None
+
+
+def _cut_short(record) -> bool:
+    """True when the file ended before the record's declared length (truncated gzip member)."""
+    return int(getattr(record.raw_stream, "limit", 0) or 0) > 0
+
+
+class WarcReader:
+    """Iterate the response records of one WARC file; after iteration, `error` holds a file fault."""
+
+    def __init__(self, path: str | Path, max_payload_bytes: int = 5_000_000) -> None:
+        self.path = Path(path)
+        self.max_payload_bytes = int(max_payload_bytes)
+        self.error: str | None = None
+        self.records_read = 0  # every WARC record read whole, of any type
+        self.responses = 0
+        self.skipped_non_response = 0
+
+    def __iter__(self) -> Iterator[WarcPage | ReadDrop]:
+        try:
+            fh = open(self.path, "rb")
+        except OSError as exc:
+            self.error = f"cannot open: {exc}"
+            return
+        with fh:
+            try:
+                it = ArchiveIterator(fh, check_digests=False)
+                for record in it:
+                    if not str(record.format).startswith("warc"):
+                        # warcio falls back to the ARC format on bytes that are not WARC
+                        self.error = f"not a WARC record at offset {it.offset}: corrupt or not a WARC file"
+                        return
+                    if record.rec_type != "response":
+                        offset = it.get_record_offset()  # reads the record to its end
+                        if _cut_short(record):
+                            self.error = f"truncated record at offset {offset}"
+                            return
+                        self.skipped_non_response += 1
+                        self.records_read += 1
+                        continue
+                    # get_record_offset() reads the record to its end: read the payload first
+                    item = self._read_response(record, it)
+                    if _cut_short(record):
+                        self.error = f"truncated record at offset {item.offset} ({item.url})"
+                        return
+                    self.records_read += 1
+                    self.responses += 1
+                    yield item
+            except GeneratorExit:
+                raise
+            except Exception as exc:  # truncated gzip member, corrupt header...: keep what was read
+                self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
+
+    def _read_response(self, record, it: ArchiveIterator) -> WarcPage | ReadDrop:
+        headers = record.rec_headers
+        url = headers.get_header("WARC-Target-URI")
+        crawl_time = parse_warc_date(headers.get_header("WARC-Date"))
+        record_id = headers.get_header("WARC-Record-ID")
+        payload = record.content_stream().read(self.max_payload_bytes + 1)
+        truncated = len(payload) > self.max_payload_bytes
+        payload = payload[: self.max_payload_bytes]
+        offset = int(it.get_record_offset())
+
+        def drop(reason: str, detail: str | None = None) -> ReadDrop:
+            return ReadDrop(url or None, crawl_time, record_id, offset, reason, detail)
+
+        if not url:
+            return drop("no_target_uri")
+        http = record.http_headers
+        status = 0
+        content_type = last_modified = None
+        if http is not None:
+            try:
+                status = int(http.get_statuscode() or 0)
+            except (TypeError, ValueError):
+                status = 0
+            content_type = http.get_header("Content-Type")
+            last_modified = http.get_header("Last-Modified")
+        if status != 200:
+            return drop("http_status", str(status))
+        if not payload.strip():
+            return drop("empty_payload")
+        if not classify_content(content_type, payload):
+            return drop("non_html", content_type or "no content type")
+        decoded = decode_payload(payload, content_type)
+        if decoded is None:
+            return drop("undecodable", content_type)
+        html, charset = decoded
+        if not html.strip():
+            return drop("empty_payload")
+        if crawl_time is None:
+            crawl_time = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        return WarcPage(url, crawl_time, record_id, offset, status, content_type, last_modified, html,
+                        charset, truncated)
+
+
+def read_warc(path: str | Path, max_payload_bytes: int = 5_000_000) -> tuple[list[WarcPage | ReadDrop], WarcReader]:
+    """Read a whole WARC file; returns the items and the reader (for its `error` and counts)."""
+    reader = WarcReader(path, max_payload_bytes)
+    return list(reader), reader

@@ -1,0 +1,313 @@
+"""The agent's tools (SPEC section 5): JSON-schema specs, action parsing and argument checking, and
+the two retrieval tools.
+
+An action is `{"tool": name, "args": {...}}`, its JSON string, or an OpenAI-style tool call
+(`{"type": "function", "function": {"name": ..., "arguments": "<json>"}}`, `{"name": ...,
+"arguments": ...}`, or a one-element list of either). Anything else raises `ActionError`, which the
+environment turns into an error observation: nothing here raises anything else on agent input.
+
+The forecast date is never an argument: the environment injects it into `run_search` /
+`run_open_article`, and an argument the spec does not list is rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+TOOL_NAMES = ("search", "open_article", "notebook_add", "notebook_supersede", "forecast")
+SEARCH_MODES = ("hybrid", "dense", "bm25")
+TELEMETRY_KEYS = ("prompt_tokens", "completion_tokens", "latency_ms", "cost_usd")
+
+
+class ActionError(ValueError):
+    """An invalid action; the message is shown to the agent in the `error` field."""
+
+
+def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def tool_specs(max_k: int = 50, default_k: int = 10, default_mode: str = "hybrid") -> list[dict[str, Any]]:
+    """The tools in OpenAI function-calling format (each `parameters` is a JSON-schema object)."""
+    return [
+        _fn(
+            "search",
+            "Search the news corpus. Only articles published on or before the current forecast date are "
+            "searched. Returns ranked hits (doc_id, day, title, url, summary).",
+            {
+                "query": {"type": "string", "minLength": 1, "description": "search terms"},
+                "k": {"type": "integer", "minimum": 1, "maximum": max_k, "default": default_k,
+                      "description": f"number of hits (at most {max_k})"},
+                "mode": {"type": "string", "enum": list(SEARCH_MODES), "default": default_mode,
+                         "description": "hybrid (dense + BM25, rank fusion), dense or bm25"},
+            },
+            ["query"],
+        ),
+        _fn(
+            "open_article",
+            "Read one article of the corpus by its doc_id (published on or before the forecast date).",
+            {"doc_id": {"type": "string", "minLength": 1, "description": "a doc_id from search hits"}},
+            ["doc_id"],
+        ),
+        _fn(
+            "notebook_add",
+            "Add a claim to your evidence notebook, with the date the evidence was observed "
+            "(YYYY-MM-DD) and the supporting doc_ids.",
+            {
+                "claim": {"type": "string", "minLength": 1},
+                "date_observed": {"type": "string", "description": "YYYY-MM-DD"},
+                "doc_ids": {"type": "array", "items": {"type": "string"}},
+            },
+            ["claim", "date_observed", "doc_ids"],
+        ),
+        _fn(
+            "notebook_supersede",
+            "Mark a notebook entry as superseded (no longer holding), with the reason.",
+            {
+                "entry_id": {"type": "integer", "minimum": 1},
+                "reason": {"type": "string", "minLength": 1},
+            },
+            ["entry_id", "reason"],
+        ),
+        _fn(
+            "forecast",
+            "Report your probability for every offered option (a mapping option -> probability, or a "
+            "list aligned with the options). This ends the current forecast date.",
+            {
+                "probabilities": {
+                    "anyOf": [
+                        {"type": "object", "additionalProperties": {"type": "number"}},
+                        {"type": "array", "items": {"type": "number"}},
+                    ],
+                    "description": "e.g. {\"Yes\": 0.7, \"No\": 0.3}",
+                }
+            },
+            ["probabilities"],
+        ),
+    ]
+
+
+@dataclass
+class ParsedAction:
+    """A parsed action: tool name, checked arguments, and the stripped telemetry."""
+
+    tool: str
+    args: dict[str, Any]
+    telemetry: dict[str, float | None] = field(default_factory=dict)
+
+
+def _loads(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ActionError(f"{what} is not valid JSON ({str(exc)[:120]}); send "
+                          '{"tool": "<name>", "args": {...}}') from None
+
+
+def _telemetry(raw: Any) -> dict[str, float | None]:
+    out: dict[str, float | None] = {k: None for k in TELEMETRY_KEYS}
+    if not isinstance(raw, Mapping):
+        return out
+    for key in TELEMETRY_KEYS:
+        value = raw.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out[key] = float(value)
+    return out
+
+
+def parse_action(action: Any, max_chars: int = 100_000) -> ParsedAction:
+    """Parse any accepted action form into a `ParsedAction` (arguments not yet checked)."""
+    if isinstance(action, (bytes, bytearray)):
+        try:
+            action = action.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ActionError("the action is bytes that are not UTF-8 text") from None
+    if isinstance(action, str):
+        if len(action) > max_chars:
+            raise ActionError(f"the action has {len(action)} characters; the limit is {max_chars}")
+        action = _loads(action, "the action")
+    if isinstance(action, (list, tuple)):
+        if len(action) != 1:
+            raise ActionError(f"a list of {len(action)} tool calls; send exactly one tool call per step")
+        action = action[0]
+    if not isinstance(action, Mapping):
+        raise ActionError(f"the action is a {type(action).__name__}; send "
+                          '{"tool": "<name>", "args": {...}} or an OpenAI-style tool call')
+    telemetry = _telemetry(action.get("telemetry"))
+    if "tool" in action:
+        name, args = action.get("tool"), action.get("args", {})
+    elif isinstance(action.get("function"), Mapping):
+        fn = action["function"]
+        name, args = fn.get("name"), fn.get("arguments", {})
+    elif "name" in action:
+        name, args = action.get("name"), action.get("arguments", action.get("args", {}))
+    else:
+        keys = ", ".join(sorted(str(k) for k in action)[:8])
+        raise ActionError(f"the action has no tool name (keys: {keys}); send "
+                          '{"tool": "<name>", "args": {...}}')
+    if not isinstance(name, str) or name not in TOOL_NAMES:
+        shown = name if isinstance(name, str) else type(name).__name__
+        raise ActionError(f"unknown tool {str(shown)[:80]!r}; tools: {', '.join(TOOL_NAMES)}")
+    if args is None:
+        args = {}
+    if isinstance(args, str):
+        if len(args) > max_chars:
+            raise ActionError(f"the arguments have {len(args)} characters; the limit is {max_chars}")
+        args = _loads(args, f"the arguments of {name}") if args.strip() else {}
+    if not isinstance(args, Mapping):
+        raise ActionError(f"the arguments of {name} must be a JSON object, got {type(args).__name__}")
+    if any(not isinstance(k, str) for k in args):
+        raise ActionError(f"the arguments of {name} must have string names")
+    return ParsedAction(name, dict(args), telemetry)
+
+
+def _int(value: Any, name: str, tool: str) -> int:
+    if isinstance(value, bool):
+        raise ActionError(f"{tool}: `{name}` must be an integer, got a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 12:
+        return int(value.strip())
+    raise ActionError(f"{tool}: `{name}` must be an integer, got {type(value).__name__}")
+
+
+def _str(value: Any, name: str, tool: str, nonempty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise ActionError(f"{tool}: `{name}` must be a string, got {type(value).__name__}")
+    if nonempty and not value.strip():
+        raise ActionError(f"{tool}: `{name}` is empty")
+    return value
+
+
+def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: str) -> dict[str, Any]:
+    """Check and complete the arguments of one tool call against its spec."""
+    tool, args = parsed.tool, parsed.args
+    allowed = {
+        "search": ("query", "k", "mode"),
+        "open_article": ("doc_id",),
+        "notebook_add": ("claim", "date_observed", "doc_ids"),
+        "notebook_supersede": ("entry_id", "reason"),
+        "forecast": ("probabilities",),
+    }[tool]
+    extra = [k for k in args if k not in allowed]
+    if extra:
+        hint = ""
+        if any(k.lower() in ("as_of", "date", "forecast_date", "asof", "day", "before", "until") for k in extra):
+            hint = " The forecast date is set by the environment and cannot be changed."
+        raise ActionError(f"{tool}: unknown argument(s) {', '.join(repr(k[:40]) for k in extra[:5])}; "
+                          f"allowed: {', '.join(allowed)}.{hint}")
+    missing = [k for k in allowed if k not in args and not (tool == "search" and k in ("k", "mode"))]
+    if missing:
+        raise ActionError(f"{tool}: missing argument(s) {', '.join(missing)}")
+    if tool == "search":
+        query = _str(args["query"], "query", tool)
+        k = _int(args.get("k", default_k), "k", tool)
+        if k < 1:
+            raise ActionError(f"search: `k` must be at least 1, got {k}")
+        mode = args.get("mode", default_mode)
+        if mode is None:
+            mode = default_mode
+        if not isinstance(mode, str) or mode not in SEARCH_MODES:
+            raise ActionError(f"search: `mode` must be one of {', '.join(SEARCH_MODES)}")
+        return {"query": query[:1000], "k": min(k, max_k), "mode": mode}
+    if tool == "open_article":
+        return {"doc_id": _str(args["doc_id"], "doc_id", tool).strip()}
+    if tool == "notebook_add":
+        doc_ids = args["doc_ids"]
+        if isinstance(doc_ids, str):
+            doc_ids = [doc_ids]
+        if not isinstance(doc_ids, list) or any(not isinstance(d, str) for d in doc_ids):
+            raise ActionError("notebook_add: `doc_ids` must be a list of strings")
+        if len(doc_ids) > 100:
+            raise ActionError(f"notebook_add: {len(doc_ids)} doc_ids; at most 100")
+        date_observed = _str(args["date_observed"], "date_observed", tool, nonempty=False)
+        return {"claim": _str(args["claim"], "claim", tool), "date_observed": date_observed[:64],
+                "doc_ids": [d[:64] for d in doc_ids]}
+    if tool == "notebook_supersede":
+        return {"entry_id": _int(args["entry_id"], "entry_id", tool),
+                "reason": _str(args["reason"], "reason", tool)}
+    probs = args["probabilities"]
+    if isinstance(probs, tuple):
+        probs = list(probs)
+    if not isinstance(probs, (Mapping, list)):
+        raise ActionError("forecast: `probabilities` must be a mapping option -> probability or a list "
+                          f"aligned with the options, got {type(probs).__name__}")
+    if len(probs) > 1000:
+        raise ActionError(f"forecast: `probabilities` has {len(probs)} entries")
+    return {"probabilities": dict(probs) if isinstance(probs, Mapping) else probs}
+
+
+# ---------------------------------------------------------------------------------------------
+# retrieval tools (the forecast date is injected by the environment)
+# ---------------------------------------------------------------------------------------------
+
+
+def hit_record(hit: Any) -> dict[str, Any]:
+    """One search hit as a dict with `day` a `date`."""
+    return {
+        "doc_id": hit.doc_id,
+        "day": hit.day,
+        "title": hit.title,
+        "url": hit.url,
+        "summary": hit.summary,
+        "score": round(float(hit.score), 6),
+        "rank": int(hit.rank),
+    }
+
+
+def run_search(searcher: Any, as_of: date, query: str, k: int, mode: str) -> dict[str, Any]:
+    """Search as of the forecast date; hits dated after it (never expected) are dropped."""
+    try:
+        hits = searcher.search(query, as_of=as_of, k=k, mode=mode)
+    except TypeError:
+        hits = searcher.search(query, as_of, k, mode)
+    records = [hit_record(h) for h in hits if h.day <= as_of]
+    return {"query": query, "mode": mode, "k": k, "hits": records}
+
+
+def run_open_article(searcher: Any, as_of: date, doc_id: str, article_chars: int,
+                     hide_leak_flagged: bool = True) -> dict[str, Any]:
+    """Read one article as of the forecast date, body capped at `article_chars`."""
+    from forecast_env.errors import FutureArticleError, UnknownArticleError
+
+    try:
+        art = searcher.open_article(doc_id, as_of)
+    except FutureArticleError:
+        raise ActionError(f"open_article: {doc_id!r} was published after the forecast date "
+                          f"{as_of.isoformat()}; only earlier articles can be read") from None
+    except UnknownArticleError:
+        raise ActionError(f"open_article: no article with doc_id {doc_id[:80]!r}; use a doc_id "
+                          "from search hits") from None
+    if art.day > as_of:  # the searcher already refuses these; checked again on purpose
+        raise ActionError(f"open_article: {doc_id!r} was published after the forecast date")
+    if hide_leak_flagged and bool(getattr(art, "leak_flag", False)):
+        raise ActionError(f"open_article: {doc_id!r} is hidden (flagged for content leakage)")
+    body = art.body or ""
+    return {
+        "doc_id": art.doc_id,
+        "day": art.day,
+        "title": art.title,
+        "url": art.url,
+        "summary": art.summary,
+        "body": body[:article_chars],
+        "body_truncated": len(body) > article_chars,
+    }

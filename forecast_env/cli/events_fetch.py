@@ -1,0 +1,82 @@
+"""`forecast-env events fetch --cache DIR`: download resolved Polymarket events into a cache folder.
+
+This module adds one command to the `events` group (created by `forecast_env.cli.events`, which
+calls `add_fetch_command`); it deliberately defines no `register`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+
+from forecast_env.cli.common import add_common, section_config
+
+
+def _iso_date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; use YYYY-MM-DD, e.g. 2025-06-01") from exc
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `fetch` to the `events` command group."""
+    p = events_subparsers.add_parser(
+        "fetch",
+        help="download closed Polymarket events, price histories and trades into a cache (resumable)",
+        description="Download closed Polymarket events (Gamma), each market's token price histories "
+        "(CLOB, in explicit windows) and trades (Data API) into DIR. A rerun fetches only what is "
+        "missing; failed items are listed and retried by the next run.",
+    )
+    p.add_argument(
+        "--cache", required=True, metavar="DIR", help="Polymarket cache folder (created if needed)"
+    )
+    p.add_argument(
+        "--closed-since",
+        type=_iso_date,
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="only events that closed on or after this date",
+    )
+    p.add_argument(
+        "--max-pages",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="consider at most N pages of the Gamma events listing (a trial run)",
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="refetch the last page of a complete listing to pick up newly closed events",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_common(p)
+    p.set_defaults(func=run_fetch)
+    return p
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    """Handler of `events fetch`: run the download and print its summary."""
+    from forecast_env.envs.polymarket.client import PolymarketClient, format_summary
+
+    cfg = section_config(args, "events")
+    with PolymarketClient(args.cache, config=cfg) as client:
+        summary = client.fetch_all(
+            closed_since=args.closed_since,
+            progress=not args.no_progress,
+            max_pages=args.max_pages,
+            refresh=args.refresh,
+        )
+    print(format_summary(summary))
+    return 0

@@ -1,0 +1,64 @@
+"""`forecast-env index build` and `forecast-env search`: build the indices, search as of a date."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+
+from forecast_env.cli.common import add_common, section_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="build the dense + BM25 search indices of a workspace")
+    isub = p.add_subparsers(dest="index_command", metavar="ACTION")
+    b = isub.add_parser("build", help="build or update the indices (only changed months are redone)")
+    b.add_argument("--workspace", required=True, help="workspace folder holding corpus/articles")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_common(b)
+    b.set_defaults(func=run_build)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+    s = sub.add_parser("search", help="search the corpus as of a date")
+    s.add_argument("--workspace", required=True, help="indexed workspace folder")
+    s.add_argument("--as-of", required=True, help="forecast date YYYY-MM-DD: only articles up to it")
+    s.add_argument("--query", required=True, help="search text")
+    s.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
+    s.add_argument("--mode", default="hybrid", help="hybrid | dense | bm25 (default hybrid)")
+    s.add_argument("--show-leak-flagged", action="store_true", help="include leak-flagged articles")
+    s.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    add_common(s)
+    s.set_defaults(func=run_search)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from forecast_env.corpus_build.index import build_index
+
+    cfg = section_config(args, "corpus")
+    summary = build_index(args.workspace, cfg, progress=not args.quiet)
+    print(f"indexed {summary['articles']} articles in {summary['months']} month(s) "
+          f"(rebuilt {len(summary['rebuilt'])}, unchanged {len(summary['kept'])}) with {summary['model']} "
+          f"(dim {summary['dim']}) in {summary['seconds']} s -> {summary['index_dir']}")
+    return 0
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from forecast_env.retrieval import Searcher
+
+    cfg = section_config(args, "corpus")
+    searcher = Searcher.open(args.workspace, cfg, hide_leak_flagged=False if args.show_leak_flagged else None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hits = searcher.search(args.query, args.as_of, k=args.k, mode=args.mode)
+    for w in caught:
+        print(f"warning: {w.message}", file=__import__("sys").stderr)
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("no hits")
+        return 0
+    print(f"{'rank':>4}  {'score':>8}  {'day':10}  {'doc_id':16}  title")
+    for h in hits:
+        print(f"{h.rank:>4}  {h.score:8.4f}  {h.day.isoformat():10}  {h.doc_id:16}  {h.title[:80]}")
+    return 0

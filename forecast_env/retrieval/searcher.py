@@ -1,0 +1,357 @@
+"""Date-restricted search over the indexed corpus (SPEC 3): `Searcher`, `Hit`, `Article`.
+
+Only articles with `day <= as_of` are candidates, and the restriction is applied before ranking:
+rows are numbered globally in (day, doc_id) order, so the eligible set is a row prefix; dense search
+scans full month shards before the date's month and a row range of that month; BM25 statistics are
+computed over the prefix. Leak-flagged articles are hidden from hits, statistics and `open_article`
+unless `leakage.hide_flagged` is false.
+
+Index layout (written by `forecast_env.corpus_build.index.build_index`):
+    WS/index/manifest.json            months (rows, row offset, shard sha256), model, dim, snapshot id
+    WS/index/dense/YYYY-MM.faiss      exact inner-product shard, rows = article order
+    WS/index/text/YYYY-MM.arrow       uncompressed Arrow IPC copy of the month (O(1) memory-mapped rows)
+    WS/index/bm25/...                 see `bm25.py`
+    WS/index/rows/{days,leak,doc_hash,doc_row}.npy   per global row: day, leak flag; doc id lookup
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from dataclasses import asdict, dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from forecast_env.config import load_config
+from forecast_env.errors import (
+    ForecastEnvError,
+    FutureArticleError,
+    IndexMissingError,
+    UnknownArticleError,
+    WorkspaceError,
+)
+from forecast_env.retrieval.bm25 import BM25Index
+from forecast_env.retrieval.dense import DenseShards, Embedder
+from forecast_env.retrieval.hybrid import rrf
+from forecast_env.retrieval.tokenize import tokenize
+
+REBUILD = "forecast-env index build --workspace WS"
+MODES = ("hybrid", "dense", "bm25")
+EPOCH = date(1970, 1, 1)
+
+
+class QueryError(ForecastEnvError):
+    """A search or open_article request is malformed (bad date, empty query, unknown mode)."""
+
+
+@dataclass
+class Hit:
+    """One search result."""
+
+    doc_id: str
+    day: date
+    title: str
+    url: str
+    summary: str
+    score: float
+    rank: int
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["day"] = self.day.isoformat()
+        return d
+
+
+@dataclass
+class Article:
+    """One article opened by doc id."""
+
+    doc_id: str
+    day: date
+    title: str
+    url: str
+    summary: str
+    body: str
+    t: datetime | None
+    t_source: str
+    leak_flag: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["day"] = self.day.isoformat()
+        d["t"] = self.t.isoformat() if self.t is not None else None
+        return d
+
+
+def parse_day(value: date | datetime | str, what: str = "as_of") -> date:
+    """A date from a `date`, `datetime` or ISO `YYYY-MM-DD` string (QueryError otherwise)."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, np.datetime64):
+        return value.astype("datetime64[D]").item()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            pass
+    raise QueryError(f"{what} = {value!r} is not a date; give a datetime.date or an ISO string like 2025-06-30")
+
+
+def day_number(d: date) -> int:
+    return (d - EPOCH).days
+
+
+def doc_hash(doc_id: str) -> int:
+    """Stable 64-bit hash of a doc id (blake2b), used for the doc id -> row lookup."""
+    return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def read_index_manifest(index_dir: Path) -> dict[str, Any]:
+    path = index_dir / "manifest.json"
+    if not path.exists():
+        raise IndexMissingError(f"{index_dir.parent}: no search index at {index_dir}; build it with "
+                                f"`forecast-env index build --workspace {index_dir.parent}`")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise WorkspaceError(f"{path}: corrupt index manifest ({exc}); rebuild with `{REBUILD}`") from exc
+
+
+def open_text(path: Path) -> pa.Table:
+    """Memory-map one month's Arrow IPC text copy."""
+    try:
+        return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+    except (OSError, pa.ArrowException) as exc:
+        raise WorkspaceError(f"{path}: unreadable article text shard ({exc}); rebuild with `{REBUILD}`") from exc
+
+
+def load_npy(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as exc:
+        raise WorkspaceError(f"{path}: unreadable index file ({exc}); rebuild with `{REBUILD}`") from exc
+
+
+class Searcher:
+    """Read-only, date-restricted access to an indexed workspace (many processes may open one index)."""
+
+    def __init__(self, root: Path, manifest: dict[str, Any], config: dict[str, Any], hide: bool,
+                 embedder: Any = None):
+        self.root = root
+        self.index_dir = root / "index"
+        self.manifest = manifest
+        self.config = config
+        self.hide = hide
+        self.retrieval = config["retrieval"]
+        self.months: list[dict[str, Any]] = manifest["months"]
+        self.offsets = np.zeros(len(self.months) + 1, dtype=np.int64)
+        for i, m in enumerate(self.months):
+            self.offsets[i + 1] = self.offsets[i] + int(m["rows"])
+        rows_dir = self.index_dir / "rows"
+        self.days = np.asarray(load_npy(rows_dir / "days.npy"), dtype=np.int32)
+        self.leak = np.asarray(load_npy(rows_dir / "leak.npy"), dtype=bool)
+        self.doc_hash = load_npy(rows_dir / "doc_hash.npy")
+        self.doc_row = load_npy(rows_dir / "doc_row.npy")
+        if len(self.days) != self.offsets[-1]:
+            raise WorkspaceError(f"{rows_dir}: {len(self.days)} rows but the manifest lists {self.offsets[-1]}; "
+                                 f"rebuild with `{REBUILD}`")
+        hidden = self.leak if hide else None
+        self.visible = ~self.leak if hide else np.ones(len(self.days), dtype=bool)
+        self.bm25 = BM25Index(self.index_dir / "bm25", hidden, self.retrieval["bm25_k1"], self.retrieval["bm25_b"])
+        self.dense = DenseShards([self.index_dir / "dense" / f"{m['month']}.faiss" for m in self.months],
+                                 self.offsets, hidden)
+        self._texts: dict[int, pa.Table] = {}
+        self._embedder = embedder
+        self.snapshot_id: str | None = manifest.get("snapshot_id")
+        vis_days = self.days[self.visible]
+        self.first_day: date | None = EPOCH.fromordinal(EPOCH.toordinal() + int(vis_days[0])) if len(vis_days) else None
+        self.last_day: date | None = EPOCH.fromordinal(EPOCH.toordinal() + int(vis_days[-1])) if len(vis_days) else None
+
+    @classmethod
+    def open(cls, workspace: str | Path, config: dict[str, Any] | None = None,
+             hide_leak_flagged: bool | None = None, *, embedder: Any = None) -> Searcher:
+        """Open the index of `workspace` (config: `load_config("corpus")`; embedder: query encoder override)."""
+        root = Path(workspace).expanduser().resolve()
+        manifest = read_index_manifest(root / "index")
+        cfg = config if config is not None else load_config("corpus")
+        hide = cfg["leakage"]["hide_flagged"] if hide_leak_flagged is None else bool(hide_leak_flagged)
+        return cls(root, manifest, cfg, hide, embedder)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def embedder(self) -> Any:
+        """The query encoder: the model the index was built with (device from the config)."""
+        if self._embedder is None:
+            embed = dict(self.manifest.get("embed") or self.config["embed"])
+            embed["device"] = self.config["embed"].get("device", embed.get("device", "cpu"))
+            self._embedder = Embedder.from_config(embed)
+        return self._embedder
+
+    def _prefix_end(self, d: date) -> int:
+        return int(np.searchsorted(self.days, day_number(d), side="right"))
+
+    def _check_as_of(self, as_of: date | str) -> date:
+        d = parse_day(as_of)
+        if self.first_day is None:
+            warnings.warn(f"{self.root}: the index holds no articles; every search is empty", stacklevel=3)
+        elif d < self.first_day:
+            warnings.warn(f"as_of {d} is before the corpus ({self.first_day} .. {self.last_day}): no hits",
+                          stacklevel=3)
+        elif d > self.last_day:
+            warnings.warn(f"as_of {d} is after the corpus ({self.first_day} .. {self.last_day}): "
+                          "searching every article", stacklevel=3)
+        return d
+
+    def _check_query(self, query: str) -> str:
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError(f"empty search query {query!r}; give some words to search for")
+        cap = int(self.retrieval["max_query_chars"])
+        if len(query) > cap:
+            warnings.warn(f"query of {len(query)} characters cut to retrieval.max_query_chars = {cap}", stacklevel=3)
+            query = query[:cap]
+        return query
+
+    @staticmethod
+    def _check_mode(mode: str, k: int) -> None:
+        if mode not in MODES:
+            raise QueryError(f"unknown search mode {mode!r}; allowed: {', '.join(MODES)}")
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise QueryError(f"k = {k!r}: the number of hits must be a positive integer")
+
+    def _locate(self, row: int) -> tuple[int, int]:
+        m = int(np.searchsorted(self.offsets, row, side="right")) - 1
+        return m, row - int(self.offsets[m])
+
+    def _text(self, m: int) -> pa.Table:
+        table = self._texts.get(m)
+        if table is None:
+            table = open_text(self.index_dir / "text" / f"{self.months[m]['month']}.arrow")
+            if table.num_rows != int(self.months[m]["rows"]):
+                raise WorkspaceError(f"{self.index_dir / 'text'}: month {self.months[m]['month']} has "
+                                     f"{table.num_rows} rows, manifest {self.months[m]['rows']}; rebuild with `{REBUILD}`")
+            self._texts[m] = table
+        return table
+
+    def _row_fields(self, row: int, fields: tuple[str, ...]) -> dict[str, Any]:
+        m, local = self._locate(row)
+        table = self._text(m)
+        return {f: table.column(f)[local].as_py() for f in fields}
+
+    def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        hits = []
+        for rank, (row, score) in enumerate(zip(rows.tolist(), scores.tolist()), start=1):
+            f = self._row_fields(int(row), ("doc_id", "day", "title", "url", "summary"))
+            hits.append(Hit(doc_id=f["doc_id"], day=f["day"], title=f["title"] or "", url=f["url"] or "",
+                            summary=f["summary"] or "", score=float(score), rank=rank))
+        return hits
+
+    def _ranked(self, queries: list[str], lo: int, hi: int, k: int, mode: str,
+                vectors: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        dense_res: list[Any] = [None] * len(queries)
+        bm25_res: list[Any] = [None] * len(queries)
+        if mode in ("dense", "hybrid") and hi > lo:
+            vecs = vectors if vectors is not None else self.embedder.encode_queries(queries)
+            dense_res = self.dense.search(np.asarray(vecs, dtype=np.float32), lo, hi, k)
+        if mode in ("bm25", "hybrid") and hi > lo:
+            bm25_res = [self.bm25.score(tokenize(q), hi, k, start=lo) for q in queries]
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        out = []
+        for i in range(len(queries)):
+            if hi <= lo:
+                out.append(empty)
+            elif mode == "dense":
+                out.append(dense_res[i])
+            elif mode == "bm25":
+                out.append(bm25_res[i])
+            else:
+                out.append(rrf([dense_res[i][0], bm25_res[i][0]], k, int(self.retrieval["rrf_k"])))
+        return out
+
+    # ------------------------------------------------------------------ public API
+    def search(self, query: str, as_of: date | str, k: int = 10, mode: str = "hybrid") -> list[Hit]:
+        """Top-k articles with `day <= as_of` for `query` (mode: hybrid, dense or bm25)."""
+        return self.search_batch([query], as_of, k=k, mode=mode)[0]
+
+    def search_batch(self, queries: list[str], as_of: date | str, k: int = 10, mode: str = "hybrid") -> list[list[Hit]]:
+        """`search` for many queries at one date (query embeddings computed in one batch)."""
+        self._check_mode(mode, k)
+        queries = [self._check_query(q) for q in queries]
+        d = self._check_as_of(as_of)
+        hi = self._prefix_end(d)
+        return [self._hits(r, s) for r, s in self._ranked(queries, 0, hi, int(k), mode)]
+
+    def search_vectors(self, vectors: np.ndarray, as_of: date | str, k: int = 10) -> list[list[Hit]]:
+        """Dense search with ready query vectors (any model whose dimension matches the index)."""
+        self._check_mode("dense", k)
+        d = self._check_as_of(as_of)
+        hi = self._prefix_end(d)
+        vecs = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if hi == 0:
+            return [[] for _ in range(len(vecs))]
+        return [self._hits(r, s) for r, s in self.dense.search(vecs, 0, hi, int(k))]
+
+    def evidence_set(self, queries: list[str], start: date | str, end: date | str,
+                     per_query: int | None = None, size: int | None = None) -> list[Hit]:
+        """SPEC 3: per query dense top-n + BM25 top-n in [start, end], fused by RRF; the best `size` docs."""
+        per_query = int(per_query or self.retrieval["evidence_per_query"])
+        size = int(size or self.retrieval["evidence_size"])
+        self._check_mode("hybrid", per_query)
+        queries = [self._check_query(q) for q in queries]
+        d0, d1 = parse_day(start, "start"), parse_day(end, "end")
+        lo = int(np.searchsorted(self.days, day_number(d0), side="left"))
+        hi = self._prefix_end(d1)
+        if not queries or hi <= lo:
+            return []
+        lists = []
+        dense = self._ranked(queries, lo, hi, per_query, "dense")
+        bm25 = self._ranked(queries, lo, hi, per_query, "bm25")
+        for (dr, _), (br, _) in zip(dense, bm25):
+            lists += [dr, br]
+        rows, scores = rrf(lists, size, int(self.retrieval["rrf_k"]))
+        return self._hits(rows, scores)
+
+    def _find(self, doc_id: str) -> int:
+        if not isinstance(doc_id, str) or not doc_id:
+            raise UnknownArticleError(f"doc id {doc_id!r} is not in the corpus")
+        h = np.uint64(doc_hash(doc_id))
+        i = int(np.searchsorted(self.doc_hash, h))
+        while i < len(self.doc_hash) and self.doc_hash[i] == h:
+            row = int(self.doc_row[i])
+            if self._row_fields(row, ("doc_id",))["doc_id"] == doc_id:
+                return row
+            i += 1
+        raise UnknownArticleError(f"doc id {doc_id!r} is not in the corpus of {self.root}; "
+                                  "use a doc_id returned by search")
+
+    def open_article(self, doc_id: str, as_of: date | str) -> Article:
+        """The article `doc_id`, refused (FutureArticleError) when published after `as_of`."""
+        d = parse_day(as_of)
+        row = self._find(doc_id)
+        if self.hide and self.leak[row]:
+            raise UnknownArticleError(f"doc id {doc_id!r} is hidden: it is flagged for content leakage "
+                                      "(leakage.hide_flagged is true)")
+        if int(self.days[row]) > day_number(d):
+            raise FutureArticleError(f"doc id {doc_id!r} was published after {d.isoformat()}; "
+                                     "only articles up to the forecast date can be opened")
+        f = self._row_fields(row, ("doc_id", "day", "title", "url", "summary", "body", "t", "t_source",
+                                   "leak_flag"))
+        if f["day"] > d:  # independent recheck on the stored text itself
+            raise FutureArticleError(f"doc id {doc_id!r} was published after {d.isoformat()}")
+        return Article(doc_id=f["doc_id"], day=f["day"], title=f["title"] or "", url=f["url"] or "",
+                       summary=f["summary"] or "", body=f["body"] or "", t=f["t"], t_source=f["t_source"] or "",
+                       leak_flag=bool(f["leak_flag"]))
+
+    def day_counts(self) -> dict[date, int]:
+        """Indexed (visible) articles per publication day."""
+        days, counts = np.unique(self.days[self.visible], return_counts=True)
+        return {EPOCH.fromordinal(EPOCH.toordinal() + int(d)): int(c) for d, c in zip(days, counts)}
+
+    def __len__(self) -> int:
+        return int(self.visible.sum())

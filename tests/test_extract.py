@@ -1,0 +1,233 @@
+"""Stage 2-3: extraction from hostile HTML, metadata candidates, normalization."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from forecast_env.corpus_build.extract import extract_page, normalize_text, url_date
+
+PARA = (
+    "The city council met on Tuesday to discuss the new budget, and members said that the plan "
+    "would have to be approved with broad support from residents of the district."
+)
+
+
+def _article(n: int = 6) -> str:
+    return "".join(f"<p>{PARA} Paragraph {i}.</p>" for i in range(n))
+
+
+CHROME = (
+    "<header><nav><ul><li><a href='/'>Home</a></li><li><a href='/world'>World news and more</a></li></ul></nav></header>"
+    "<div class='cookie-banner'><p>We use cookies to improve your experience on our website, see the policy.</p></div>"
+    "<aside class='related'><p>Related: another story about something else entirely happening today.</p></aside>"
+    "<footer><p>Copyright 2026 Example News. All rights reserved. Terms of use and privacy policy.</p></footer>"
+)
+
+
+def test_full_page_fields() -> None:
+    html = (
+        "<!DOCTYPE html><html><head><title>Page title | Site</title>"
+        "<meta property='og:title' content='  Council   approves budget '>"
+        "<meta name='description' content='The council met.'>"
+        "<link rel='canonical' href='/news/2026/03/14/council'>"
+        "</head><body>"
+        + CHROME
+        + "<article><h1>Council approves budget</h1>"
+        + _article()
+        + "</article></body></html>"
+    )
+    ext = extract_page(html, "https://example.com/x?utm_source=a")
+    assert ext.title == "Council approves budget"
+    assert ext.summary == "The council met."
+    assert ext.canonical_url == "https://example.com/news/2026/03/14/council"
+    assert ("url_date", "2026-03-14") in ext.pub_candidates
+    paras = ext.body.split("\n\n")
+    assert len(paras) == 6 and paras[0].startswith("The city council") and paras[5].endswith("Paragraph 5.")
+    assert "cookies" not in ext.body and "Copyright" not in ext.body and "Related" not in ext.body
+
+
+def test_title_fallbacks_and_summary_fallbacks() -> None:
+    ext = extract_page(
+        "<html><head><title>T1</title><meta property='og:description' content='D2'></head>"
+        "<body>" + _article() + "</body></html>",
+        "u",
+    )
+    assert (ext.title, ext.summary) == ("T1", "D2")
+    ext = extract_page(
+        "<html><body><h1>Heading</h1><meta name='twitter:description' content='D3'>"
+        + _article()
+        + "</body></html>",
+        "u",
+    )
+    assert (ext.title, ext.summary) == ("Heading", "D3")
+
+
+def test_no_body_tag_and_broken_markup() -> None:
+    ext = extract_page("<title>x</title><div><p>" + PARA + "<p>" + PARA + "<div><b>unclosed " + PARA, "u")
+    assert ext.title == "x" and ext.body and ext.body.count("The city council") >= 2
+    for bad in (
+        "",
+        "   ",
+        "<",
+        "<html></html>",
+        "\x00\x01",
+        "<?xml version='1.0' encoding='latin-1'?><html>",
+    ):
+        ext = extract_page(bad, "https://x.com/a")
+        assert not ext.body
+
+
+def test_encoding_declaration_and_unicode() -> None:
+    html = (
+        "<?xml version='1.0' encoding='iso-8859-1'?><html><head><meta charset='iso-8859-1'>"
+        "<title>Caf\u0065\u0301 d\u00e9j\u00e0</title></head><body><article>"
+        + _article(3)
+        + "</article></body></html>"
+    )
+    ext = extract_page(html, "u")
+    assert ext.title == "Caf\u00e9 d\u00e9j\u00e0"  # NFC
+    assert ext.body.count("city council") == 3
+
+
+def test_article_body_itemprop_preferred() -> None:
+    html = (
+        "<html><body><div class='sidebar'>" + _article(8) + "</div>"
+        "<div itemprop='articleBody'><p>Only this text. " + PARA + "</p></div></body></html>"
+    )
+    ext = extract_page(html, "u")
+    assert ext.body.startswith("Only this text.") and ext.body.count("city council") == 1
+
+
+def test_densest_paragraph_cluster_without_article_tag() -> None:
+    html = (
+        "<html><body><div id='top'><p>Short teaser one here.</p></div><div class='story'>"
+        + _article(5)
+        + "</div><div><p>Another teaser.</p></div></body></html>"
+    )
+    ext = extract_page(html, "u")
+    assert ext.body.count("city council") == 5 and "teaser" not in ext.body
+
+
+def test_trafilatura_fallback_for_br_separated_text() -> None:
+    text = "<br><br>".join(PARA + f" Line {i}." for i in range(6))
+    ext = extract_page("<html><body><div class='content'>" + text + "</div></body></html>", "u")
+    assert ext.body and ext.body.count("city council") >= 5
+
+
+def test_jsonld_nested_graph_list_types_and_invalid() -> None:
+    nested = (
+        '<script type="application/ld+json"><!-- {"@context":"https://schema.org","@graph":['
+        '{"@type":"WebSite","name":"x"},{"@type":"WebPage","mainEntity":{"@type":["Thing","NewsArticle"],'
+        '"datePublished":"2026-03-01T00:00:00Z","dateModified":{"@value":"2026-03-02"},}},]} --></script>'
+    )
+    ext = extract_page("<html><head>" + nested + "</head><body>" + _article() + "</body></html>", "u")
+    assert ext.pub_candidates[0] == ("jsonld_datePublished", "2026-03-01T00:00:00Z")
+    assert ext.mod_candidates[0] == ("jsonld_dateModified", "2026-03-02")
+    invalid = (
+        '<script type="application/ld+json">{"@type": "NewsArticle", "headline": "a "quoted" b",'
+        ' "datePublished": "2026-03-03T01:00:00Z"</script>'
+        '<script type="application/ld+json"><![CDATA[[{"@type":"http://schema.org/BlogPosting",'
+        '"dateCreated":"2026-03-04"}]]]></script>'
+    )
+    ext = extract_page("<html><head>" + invalid + "</head><body>" + _article() + "</body></html>", "u")
+    rules = dict(ext.pub_candidates)
+    assert rules["jsonld_datePublished"] == "2026-03-03T01:00:00Z"
+    assert rules["jsonld_dateCreated"] == "2026-03-04"
+
+
+def test_huge_page() -> None:
+    chrome = "<div class='menu'>" + "<a href='/x'>link text</a>" * 20000 + "</div>"
+    html = (
+        "<html><head><title>Big</title></head><body>"
+        + chrome
+        + "<article>"
+        + _article(40)
+        + "</article>"
+        + chrome
+        + "</body></html>"
+    )
+    assert len(html) > 500_000
+    ext = extract_page(html, "u")
+    assert ext.title == "Big" and ext.body.count("city council") == 40
+
+
+def test_url_date_forms() -> None:
+    assert url_date("https://x.com/2026/03/14/story") == "2026-03-14"
+    assert url_date("https://x.com/news/2026-03-14/story") == "2026-03-14"
+    assert url_date("https://x.com/2026/3/4/story") == "2026-03-04"
+    assert url_date("https://x.com/2026/03/story") is None
+    assert url_date("https://x.com/2026/13/40/story") is None
+    assert url_date("https://x.com/id/120260314999") is None
+
+
+def test_normalize_text() -> None:
+    raw = "  A\u0301  b\t\tc \r\n\r\n\r\n\r\nd\x00e\x07 \u00a0 f\n\n\n"
+    assert normalize_text(raw) == "\u00c1 b c\n\nde f"
+    assert normalize_text("") == ""
+
+
+def test_against_sample_world_truth(request) -> None:
+    """Run stages 2-7 over the micro world's WARC pages; compare with truth.json."""
+    import pytest
+
+    synth = pytest.importorskip("forecast_env.synth")
+    if not hasattr(synth, "synthesize"):
+        pytest.skip("forecast_env.synth.synthesize is not available yet")
+    from datetime import datetime
+
+    from forecast_env.corpus_build.langid import LanguageIdentifier
+    from forecast_env.corpus_build.leakage import screen_leakage
+    from forecast_env.corpus_build.quality import apply_filters, build_filters
+    from forecast_env.corpus_build.timestamps import assign_timestamps
+    from warcio.archiveiterator import ArchiveIterator
+
+    from forecast_env.config import load_config
+
+    world = request.getfixturevalue("micro_world")
+    truth = request.getfixturevalue("micro_truth")["articles"]
+    cfg = load_config("corpus")
+    lid = LanguageIdentifier()
+    filters = build_filters(cfg["quality"])
+    mismatches: list[str] = []
+    checked = 0
+    for path in sorted((world / "news").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type != "response":
+                    continue
+                url = rec.rec_headers.get_header("WARC-Target-URI")
+                exp = truth.get(url)
+                if exp is None or exp.get("stage") == "read":
+                    continue
+                html = rec.content_stream().read().decode("utf-8", "replace")
+                crawl = datetime.fromisoformat(rec.rec_headers.get_header("WARC-Date"))
+                lm = rec.http_headers.get_header("Last-Modified") if rec.http_headers else None
+                ext = extract_page(html, url)
+                ts = assign_timestamps(ext, url, lm, crawl.astimezone(UTC))
+                got: dict = {"t_rule": ts.t_rule, "t_source": ts.t_source, "day": ts.day.isoformat()}
+                stage = reason = None
+                leak = False
+                if not ext.body:
+                    stage, reason = "extract", "no_body"
+                elif lid.english_score(ext.body) < cfg["language"]["min_english_score"]:
+                    stage, reason = "lang", "not_english"
+                else:
+                    res = apply_filters(ext.body, filters)
+                    if not res.keep:
+                        stage, reason = "quality", res.reason
+                    else:
+                        leak = screen_leakage(res.text, ext.title, ts.t)[0]
+                if exp.get("stage") in ("extract", "lang", "quality") or stage is not None:
+                    got.update(stage=stage, reason=reason)
+                elif exp.get("leak") is not None:
+                    got["leak"] = leak
+                checked += 1
+                for key, value in got.items():
+                    if (
+                        key in exp
+                        and exp[key] != value
+                        and not (key in ("stage", "reason") and exp.get(key) in (None, "") and value is None)
+                    ):
+                        mismatches.append(f"{url} {key}: expected {exp[key]!r}, got {value!r}")
+    assert checked > 0
+    assert not mismatches, f"{len(mismatches)} mismatches of {checked} pages:\n" + "\n".join(mismatches[:20])

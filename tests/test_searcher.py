@@ -1,0 +1,209 @@
+"""Searcher behaviour: as-of restriction in every mode, open_article, errors, incremental builds."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from datetime import date, timedelta
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from _retrieval_data import VOCAB, HashEmbedder, make_rows, write_store
+from forecast_env.corpus_build.index import build_index
+from forecast_env.errors import (
+    ForecastEnvError,
+    FutureArticleError,
+    IndexMissingError,
+    UnknownArticleError,
+    WorkspaceError,
+)
+from forecast_env.retrieval import Hit, QueryError, Searcher
+from forecast_env.retrieval.hybrid import rrf
+
+START = date(2025, 3, 1)
+EMB = HashEmbedder(16)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    rows = make_rows(300, start=START, days=90, seed=3)
+    ws = write_store(tmp_path_factory.mktemp("search_ws"), rows)
+    build_index(ws.root, progress=False, embedder=EMB)
+    return ws.root, sorted(rows, key=lambda r: (r["day"], r["doc_id"]))
+
+
+def quiet(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **kw)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(offset=st.integers(-5, 95), words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4),
+       mode=st.sampled_from(["hybrid", "dense", "bm25"]), k=st.integers(1, 30))
+def test_no_hit_after_as_of_and_future_articles_refused(built, offset, words, mode, k):
+    root, rows = built
+    s = Searcher.open(root, embedder=EMB)
+    as_of = START + timedelta(days=offset)
+    hits = quiet(s.search, " ".join(words), as_of, k=k, mode=mode)
+    assert len(hits) <= k
+    assert all(h.day <= as_of for h in hits)
+    keys = [(-h.score, h.day, h.doc_id) for h in hits]
+    assert keys == sorted(keys)
+    for r in rows[::7]:
+        if r["leak_flag"]:
+            continue
+        if r["day"] > as_of:
+            with pytest.raises(FutureArticleError):
+                s.open_article(r["doc_id"], as_of)
+        else:
+            assert s.open_article(r["doc_id"], as_of).day == r["day"]
+
+
+def test_hybrid_is_rrf_of_dense_and_bm25(built):
+    root, _ = built
+    s = Searcher.open(root, embedder=EMB)
+    q, d = "senate election vote", "2025-04-20"
+    dense = [h.doc_id for h in s.search(q, d, k=10, mode="dense")]
+    bm25 = [h.doc_id for h in s.search(q, d, k=10, mode="bm25")]
+    fused: dict[str, float] = {}
+    for lst in (dense, bm25):
+        for rank, doc in enumerate(lst, 1):
+            fused[doc] = fused.get(doc, 0) + 1 / (60 + rank)
+    hits = s.search(q, d, k=10)
+    assert len(hits) == 10
+    assert {h.doc_id: round(h.score, 12) for h in hits} == {
+        doc: round(fused[doc], 12) for doc in [h.doc_id for h in hits]}
+    assert min(h.score for h in hits) >= sorted(fused.values(), reverse=True)[9] - 1e-12
+    rows, scores = rrf([np.array([5, 1]), np.array([1, 7])], 3)
+    assert rows.tolist() == [1, 5, 7]
+
+
+def test_results_do_not_depend_on_later_articles(built, tmp_path):
+    root, rows = built
+    cut = START + timedelta(days=40)
+    trunc = write_store(tmp_path / "trunc", [r for r in rows if r["day"] <= cut])
+    build_index(trunc.root, progress=False, embedder=EMB)
+    full, part = Searcher.open(root, embedder=EMB), Searcher.open(trunc.root, embedder=EMB)
+    for day in (cut - timedelta(days=20), cut - timedelta(days=3), cut):
+        for mode in ("bm25", "dense", "hybrid"):
+            for q in ("oil price", "senate vote court", "storm"):
+                a = [h.to_dict() for h in full.search(q, day, k=15, mode=mode)]
+                b = [h.to_dict() for h in part.search(q, day, k=15, mode=mode)]
+                assert a == b
+        ev_a = full.evidence_set(["oil price", "storm"], START, day)
+        ev_b = part.evidence_set(["oil price", "storm"], START, day)
+        assert [h.to_dict() for h in ev_a] == [h.to_dict() for h in ev_b]
+
+
+def test_evidence_set_window_and_size(built):
+    root, _ = built
+    s = Searcher.open(root, embedder=EMB)
+    start, end = date(2025, 3, 20), date(2025, 4, 10)
+    ev = s.evidence_set(["oil price", "senate vote", "storm flood"], start, end)
+    assert 0 < len(ev) <= 15 and len({h.doc_id for h in ev}) == len(ev)
+    assert all(start <= h.day <= end for h in ev)
+    assert s.evidence_set(["oil"], "2025-04-10", "2025-04-01") == []
+
+
+def test_hit_and_article_dicts(built):
+    root, _ = built
+    s = Searcher.open(root, embedder=EMB)
+    h = s.search("oil", "2025-05-01", k=1, mode="bm25")[0]
+    assert isinstance(h, Hit) and h.to_dict()["day"] == h.day.isoformat() and h.rank == 1
+    art = s.open_article(h.doc_id, "2025-05-01")
+    d = art.to_dict()
+    assert d["doc_id"] == h.doc_id and d["day"] == h.day.isoformat() and "oil" in d["body"]
+
+
+def test_day_counts_and_range(built):
+    root, rows = built
+    s = Searcher.open(root, embedder=EMB)
+    visible = [r for r in rows if not r["leak_flag"]]
+    counts = s.day_counts()
+    assert sum(counts.values()) == len(visible) == len(s)
+    assert s.first_day == visible[0]["day"] and s.last_day == visible[-1]["day"]
+    assert s.snapshot_id
+    assert sum(Searcher.open(root, hide_leak_flagged=False).day_counts().values()) == len(rows)
+
+
+def test_leak_flagged_hidden_by_default_and_shown_on_request(built):
+    root, rows = built
+    flagged = next(r for r in rows if r["leak_flag"])
+    with pytest.raises(UnknownArticleError, match="leakage"):
+        Searcher.open(root).open_article(flagged["doc_id"], "2026-01-01")
+    art = Searcher.open(root, hide_leak_flagged=False).open_article(flagged["doc_id"], "2026-01-01")
+    assert art.leak_flag
+    hits = quiet(Searcher.open(root, embedder=EMB).search, flagged["body"] or "oil", "2026-01-01", k=300, mode="dense")
+    assert flagged["doc_id"] not in {h.doc_id for h in hits}
+
+
+def test_bad_requests_give_clear_errors(built):
+    root, _ = built
+    s = Searcher.open(root, embedder=EMB)
+    with pytest.raises(QueryError, match="not a date"):
+        s.search("oil", "yesterday")
+    with pytest.raises(QueryError, match="empty"):
+        s.search("   ", "2025-04-01")
+    with pytest.raises(QueryError, match="hybrid, dense, bm25"):
+        s.search("oil", "2025-04-01", mode="sparse")
+    with pytest.raises(QueryError):
+        s.search("oil", "2025-04-01", k=0)
+    with pytest.raises(UnknownArticleError):
+        s.open_article("nope", "2025-04-01")
+    assert issubclass(QueryError, ForecastEnvError)
+    with pytest.warns(UserWarning, match="before the corpus"):
+        assert s.search("oil", "2020-01-01") == []
+    with pytest.warns(UserWarning, match="after the corpus"):
+        assert s.search("oil", "2030-01-01", mode="bm25")
+    with pytest.warns(UserWarning, match="max_query_chars"):
+        s.search("oil " * 1000, "2025-04-01", mode="bm25")
+
+
+def test_missing_and_corrupt_index(built, tmp_path):
+    with pytest.raises(IndexMissingError, match="forecast-env index build --workspace"):
+        Searcher.open(tmp_path)
+    root, _ = built
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    shard = sorted((copy / "index" / "dense").glob("*.faiss"))[0]
+    shard.write_bytes(b"garbage")
+    with pytest.raises(WorkspaceError, match=shard.name) as err:
+        Searcher.open(copy)
+    assert "index build" in str(err.value)
+
+
+def test_incremental_build_redoes_only_changed_months(tmp_path):
+    rows = make_rows(120, start=START, days=60, seed=5)
+    ws = write_store(tmp_path / "ws", rows)
+    first = build_index(ws.root, progress=False, embedder=EMB)
+    assert len(first["rebuilt"]) == first["months"] == 2
+    again = build_index(ws.root, progress=False, embedder=EMB)
+    assert again["rebuilt"] == [] and again["articles"] == 120
+    late = make_rows(10, start=START, days=20, seed=6)  # late-arriving articles of the first month
+    write_store(ws.root, rows + late)
+    upd = build_index(ws.root, progress=False, embedder=EMB)
+    assert upd["rebuilt"] == ["2025-03"] and upd["articles"] == 130
+    fresh = write_store(tmp_path / "fresh", rows + late)
+    build_index(fresh.root, progress=False, embedder=EMB)
+    a, b = Searcher.open(ws.root, embedder=EMB), Searcher.open(fresh.root, embedder=EMB)
+    for mode in ("bm25", "dense", "hybrid"):
+        assert [h.to_dict() for h in a.search("oil price", "2025-04-15", mode=mode)] == \
+               [h.to_dict() for h in b.search("oil price", "2025-04-15", mode=mode)]
+
+
+def test_searcher_opens_in_many_processes(built):
+    import multiprocessing as mp
+
+    root, _ = built
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        out = pool.starmap(_bm25_ids, [(str(root), "oil price")] * 2)
+    assert out[0] == out[1] == _bm25_ids(str(root), "oil price")
+
+
+def _bm25_ids(root: str, q: str) -> list[str]:
+    return [h.doc_id for h in Searcher.open(root).search(q, "2025-04-15", mode="bm25")]
