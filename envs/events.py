@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -339,8 +339,6 @@ def _parse_market(m: Any, i: int, ev: Mapping[str, Any], repairs: Counter) -> _M
         prices = [_as_float(p) for p in raw_prices]
         if any(p is None for p in prices) or len(prices) != len(outcomes):
             raise Excluded("parse", "bad_price", f"{where}.outcomePrices={raw_prices!r}")
-        if any(isinstance(p, str) for p in raw_prices):
-            repairs["price_from_string"] += 1
     start = _timestamp(m, "startDate", where)
     if start is None:
         start = _timestamp(ev, "startDate", "event")

@@ -1,0 +1,62 @@
+"""`forecast-env corpus build|report`: build the article store from WARC files; print the funnel."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from pathlib import Path
+
+from forecast_env.cli.common import add_common, section_config
+from forecast_env.errors import CorpusError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("corpus", help="build the news corpus from CC-NEWS WARC files")
+    csub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND")
+    b = csub.add_parser("build", help="read, filter, date, dedup and store articles (incremental, resumable)")
+    b.add_argument("--warc", action="append", required=True, metavar="GLOB",
+                   help="WARC file or glob (quote it), e.g. 'data/*.warc.gz'; repeatable")
+    b.add_argument("--workspace", required=True, help="workspace folder (created if missing)")
+    b.add_argument("--workers", type=int, default=None, help="parallel processes (default: all cores)")
+    b.add_argument("--engine", choices=("local", "ray"), default=None, help="executor (default: config)")
+    b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_common(b)
+    b.set_defaults(func=run_build)
+    r = csub.add_parser("report", help="print the corpus funnel (Markdown)")
+    r.add_argument("--workspace", required=True, help="workspace folder")
+    add_common(r)
+    r.set_defaults(func=run_report)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def expand_warc_globs(patterns: list[str]) -> list[Path]:
+    """Files matching each pattern (a plain path counts too); an empty pattern is an error."""
+    files: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(str(Path(pattern).expanduser()), recursive=True))
+        if not matches:
+            raise CorpusError(f"--warc {pattern!r} matches no file; check the path (quote globs)")
+        files += [Path(m) for m in matches if Path(m).is_file()]
+    return files
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from forecast_env.corpus_build.pipeline import build_corpus
+    from forecast_env.corpus_build.report import render_summary
+
+    cfg = section_config(args, "corpus")
+    if args.ray_address:
+        cfg.setdefault("execution", {})["ray_address"] = args.ray_address
+    engine = args.engine or (cfg.get("execution") or {}).get("engine", "local")
+    summary = build_corpus(expand_warc_globs(args.warc), args.workspace, config=cfg, workers=args.workers,
+                           engine=engine, progress=not args.no_progress)
+    print(render_summary(summary))
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from forecast_env.corpus_build.report import load_report, render_markdown
+
+    print(render_markdown(load_report(args.workspace)), end="")
+    return 0

@@ -1,0 +1,76 @@
+"""`forecast-env events build|import|fetch`: event construction from Polymarket or a questions file."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from forecast_env.cli.common import add_common, section_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("events", help="build forecasting events (Polymarket cache or your own questions)")
+    events_sub = p.add_subparsers(dest="events_command", metavar="SUBCOMMAND")
+
+    b = events_sub.add_parser("build", help="build events, beliefs, screen and schedules from a Polymarket cache")
+    b.add_argument("--polymarket", required=True, metavar="DIR", help="Polymarket cache folder (gamma/, clob/, data/)")
+    b.add_argument("--workspace", required=True, metavar="WS", help="workspace folder (needs the index for the screen)")
+    b.add_argument("--judge", choices=("offline", "llm"), default=None, help="screen judge (default: screen.judge)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_common(b)
+    b.set_defaults(func=run_build)
+
+    i = events_sub.add_parser("import", help="add events from a JSONL file of your own questions")
+    i.add_argument("--questions", required=True, metavar="FILE", help="JSONL: one question object per line")
+    i.add_argument("--workspace", required=True, metavar="WS", help="workspace folder")
+    i.add_argument("--judge", choices=("offline", "llm"), default=None, help="screen judge (default: screen.judge)")
+    i.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_common(i)
+    i.set_defaults(func=run_import)
+
+    try:
+        from forecast_env.cli.events_fetch import add_fetch_command
+    except ImportError:
+        pass
+    else:
+        add_fetch_command(events_sub)
+
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    cfg = section_config(args, "events")
+    if args.judge:
+        cfg["screen"]["judge"] = args.judge
+    return cfg
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    """The funnel in a few lines."""
+    print(f"events in: {summary['events_in']}")
+    for row in summary["stages"]:
+        if row["excluded"]:
+            reasons = ", ".join(f"{r} {n}" for r, n in sorted(row["reasons"].items()))
+            print(f"  - {row['stage']:9s} -{row['excluded']:<5d} ({reasons}) -> {row['remaining']}")
+    print(f"kept: {summary['kept']}  by split: {summary['by_split']}  by type: {summary['by_type']}")
+    if summary.get("screened"):
+        print(f"screen: {summary['screened']} judged, verdicts {summary['screen_verdicts']}, leaks {summary['screen_leaks']}")
+    print(f"forecast dates: {summary['schedule_rows']} scheduled, {summary['dropped_forecast_dates']} dropped "
+          "(realized leg not started)")
+    print(f"wrote {summary['output']} (report.md, report.json) in {summary['seconds']:.1f}s")
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from forecast_env.envs.events import build_events
+
+    summary = build_events(args.polymarket, args.workspace, config=_config(args), progress=not args.no_progress)
+    print_summary(summary)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from forecast_env.envs.events import import_questions
+
+    summary = import_questions(args.questions, args.workspace, config=_config(args), progress=not args.no_progress)
+    print_summary(summary)
+    return 0
