@@ -27,9 +27,9 @@ from importlib import resources
 from typing import Any
 
 import httpx
-
 from forecast_env.agents.base import forecast_action, parse_observation
 from forecast_env.agents.parse import _from_value, parse_arguments, parse_forecast
+
 from forecast_env.config import load_config
 from forecast_env.errors import ConfigError, EndpointError
 

@@ -191,7 +191,7 @@ def _from_prose(text: str, options: Sequence[str]) -> dict[str, float] | None:
 def _complete(found: dict[str, float], options: Sequence[str]) -> dict[str, float]:
     if len(found) == len(options) - 1 and all(0.0 <= v <= 1.0 for v in found.values()):
         rest = max(0.0, 1.0 - sum(found.values()))
-        missing = [o for o in options if o not in found][0]
+        missing = next(o for o in options if o not in found)
         found = {**found, missing: rest}
     return {o: found[o] for o in options if o in found} | {k: v for k, v in found.items() if k not in options}
 

@@ -24,6 +24,7 @@ from datetime import date
 from typing import Any
 
 from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
+
 from forecast_env.config import load_config
 from forecast_env.retrieval.tokenize import tokenize
 

@@ -127,7 +127,7 @@ def run_search(root: Path, n: int, compare: bool) -> dict:
     from forecast_env.retrieval import Searcher
     from forecast_env.retrieval.tokenize import tokenize
 
-    res: dict = {"n": n}
+    res: dict = {"n": n, "memory_mb_before_open": round(private_memory()["Anonymous"], 1)}
     t0 = time.perf_counter()
     s = Searcher.open(root, embedder=RandomVectors())
     res["open_s"] = round(time.perf_counter() - t0, 3)
@@ -137,6 +137,11 @@ def run_search(root: Path, n: int, compare: bool) -> dict:
     res["bm25_full"] = pct(timed(lambda q: s.search(q, last, k=10, mode="bm25"), qs))
     res["bm25_mid"] = pct(timed(lambda q: s.search(q, mid, k=10, mode="bm25"), qs))
     res["bm25_core_full"] = pct(timed(lambda q: s.bm25.score(tokenize(q), len(s.days), 10), qs))
+    res["hybrid_full"] = pct(timed(lambda q: s.search(q, last, k=10, mode="hybrid"), qs[:100]))
+    vis_rows = np.flatnonzero(s.visible)
+    doc_ids = [s._row_fields(int(r), ("doc_id",))["doc_id"] for r in np.random.default_rng(0).choice(vis_rows, 200)]
+    res["open_article"] = pct(timed(lambda d: s.open_article(d, last), doc_ids))
+    res["memory_mb"] = {k: round(v, 1) for k, v in private_memory().items()}
     # dense: date-restricted (half the corpus) vs a raw in-RAM faiss scan of the same eligible rows
     hi = s._prefix_end(mid)
     qv = RandomVectors().encode_queries(qs[:50])
@@ -153,12 +158,7 @@ def run_search(root: Path, n: int, compare: bool) -> dict:
         raw.search(qv[:1], 10)
     res["dense_restricted"] = pct(timed(lambda q: s.dense.search(q[None], 0, hi, 10), qv))
     res["dense_raw_faiss_same_rows"] = pct(timed(lambda q: raw.search(q[None], 10), qv))
-    del raw
-    res["hybrid_full"] = pct(timed(lambda q: s.search(q, last, k=10, mode="hybrid"), qs[:100]))
-    vis_rows = np.flatnonzero(s.visible)
-    doc_ids = [s._row_fields(int(r), ("doc_id",))["doc_id"] for r in np.random.default_rng(0).choice(vis_rows, 200)]
-    res["open_article"] = pct(timed(lambda d: s.open_article(d, last), doc_ids))
-    res["memory_mb"] = {k: round(v, 1) for k, v in private_memory().items()}
+    raw.reset()  # free the copy before the comparisons
     if compare:
         import bm25s
         from rank_bm25 import BM25Okapi
@@ -197,7 +197,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bench_retrieval_") as tmp:
             for action in ("build", "search+compare" if n <= args.compare_up_to else "search"):
                 out = subprocess.run([sys.executable, __file__, "--child", action, tmp, str(n)],
-                                     capture_output=True, text=True)
+                                     capture_output=True, text=True, check=False)
                 if out.returncode:
                     print(out.stderr, file=sys.stderr)
                     sys.exit(1)

@@ -68,8 +68,7 @@ def normalize_url(url: str | None) -> str | None:
         port = parts.port
     except ValueError:
         return text.lower()
-    if host.startswith("www."):
-        host = host[4:]
+    host = host.removeprefix("www.")
     if port and port not in (80, 443):
         host = f"{host}:{port}"
     params = [

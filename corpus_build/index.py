@@ -23,6 +23,7 @@ import faiss
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from forecast_env.corpus_build.embed import article_texts, embed_articles
 
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
@@ -44,7 +45,6 @@ from forecast_env.store import (
     sha256_file,
     write_manifest,
 )
-from forecast_env.corpus_build.embed import article_texts, embed_articles
 
 #: Columns kept in the text copy (everything Hit and Article need).
 TEXT_COLUMNS = ("doc_id", "day", "title", "url", "summary", "body", "t", "t_source", "leak_flag")
@@ -72,9 +72,8 @@ def read_month(path: Path) -> pa.Table:
 def write_text_copy(path: Path, table: pa.Table) -> None:
     """Write the month's uncompressed Arrow IPC copy (one record batch per 64k rows)."""
     text = table.select(list(TEXT_COLUMNS)).combine_chunks()
-    with atomic_path(path) as tmp:
-        with pa.ipc.new_file(str(tmp), text.schema) as writer:
-            writer.write_table(text, max_chunksize=1 << 16)
+    with atomic_path(path) as tmp, pa.ipc.new_file(str(tmp), text.schema) as writer:
+        writer.write_table(text, max_chunksize=1 << 16)
 
 
 def write_dense_shard(path: Path, vectors: np.ndarray, float16: bool = False) -> None:

@@ -28,14 +28,19 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+from forecast_env.corpus_build.dedup import find_duplicates
+from forecast_env.corpus_build.warc import ReadDrop, WarcReader
 
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
-from forecast_env.corpus_build.dedup import find_duplicates
-from forecast_env.corpus_build.warc import ReadDrop, WarcReader
 from forecast_env.errors import CorpusError
 from forecast_env.store import (
-    Workspace, atomic_write_bytes, atomic_write_json, atomic_write_table, conform, sha256_file,
+    Workspace,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_table,
+    conform,
+    sha256_file,
     write_manifest,
 )
 
@@ -131,7 +136,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
             title = normalize_text(ext.title) if ext.title else None
             summary = normalize_text(ext.summary) if ext.summary else None
             body = normalize_text(ext.body) if ext.body else ""
-        except Exception as exc:  # one odd page never stops the file
+        except Exception as exc:  # noqa: BLE001 - one odd page never stops the file
             drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
             continue
         if not body.strip():
@@ -158,7 +163,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
                 drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
                 continue
             flag, why = screen_leakage(body, title, ts.t) if leak_on else (False, None)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one odd page never stops the file
             drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
             continue
         kept.append({
@@ -502,5 +507,13 @@ def lookup_article(workspace: str | Path, doc_id: str) -> dict[str, Any] | None:
     return None
 
 
-__all__ = ["build_corpus", "process_warc", "apply_dedup", "write_store", "lookup_article", "make_doc_id",
-           "part_key", "DOC_INDEX"]
+__all__ = [
+    "DOC_INDEX",
+    "apply_dedup",
+    "build_corpus",
+    "lookup_article",
+    "make_doc_id",
+    "part_key",
+    "process_warc",
+    "write_store",
+]

@@ -80,8 +80,8 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The funnel as Markdown (like the paper's Table 5, one line per quality filter)."""
     lines = ["# Corpus build report", "",
-             f"{report['files']} WARC files, {report['records_in']:,} response records "
-             f"({report['non_response_skipped']:,} non-response records skipped).", "",
+             (f"{report['files']} WARC files, {report['records_in']:,} response records "
+              f"({report['non_response_skipped']:,} non-response records skipped)."), "",
              "## Funnel", "", "| stage | in | dropped | out |", "|---|---:|---:|---:|"]
     for s in report["stages"]:
         lines.append(f"| {s['stage']} | {s['in']:,} | {s['dropped']:,} | {s['out']:,} |")
@@ -98,9 +98,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += [f"| {rule} | {n:,} |" for rule, n in ts["rules"].items()]
     lines += ["", "## Duplicates removed", "", "| stage | removed |", "|---|---:|"]
     lines += [f"| {r} | {n:,} |" for r, n in report["dedup"].items()]
-    lines += ["", f"## Leakage screen", "", f"{report['leak_flags']:,} articles flagged "
-              f"({', '.join(f'{k}: {v}' for k, v in report['leak_kinds'].items()) or 'none'}); "
-              "they stay in the store and are hidden from search by default.", ""]
+    kinds = ", ".join(f"{k}: {v}" for k, v in report["leak_kinds"].items()) or "none"
+    lines += ["", "## Leakage screen", "",
+              (f"{report['leak_flags']:,} articles flagged ({kinds}); "
+               "they stay in the store and are hidden from search by default."), ""]
     lines += ["## Articles per month", "", "| month | articles |", "|---|---:|"]
     lines += [f"| {m} | {n:,} |" for m, n in report["months"].items()]
     lines += ["", "## Files not read whole", ""]
@@ -120,14 +121,14 @@ def render_summary(summary: Mapping[str, Any]) -> str:
     stage_line = ", ".join(f"{s['stage']} -{s['dropped']:,}" for s in r["stages"])
     ts = r["timestamps"]["source_share_pct"]
     lines = [
-        f"corpus {summary['snapshot_id']}: {r['kept']:,} articles kept of {r['records_in']:,} records "
-        f"({c['files']} files, {c['files_processed']} processed now)",
+        (f"corpus {summary['snapshot_id']}: {r['kept']:,} articles kept of {r['records_in']:,} records "
+         f"({c['files']} files, {c['files_processed']} processed now)"),
         f"  dropped per stage: {stage_line}",
         f"  timestamps: pub {ts['pub']:.1f}% / mod {ts['mod']:.1f}% / crawl {ts['crawl']:.1f}%",
         "  duplicates: " + ", ".join(f"{k} {v:,}" for k, v in r["dedup"].items()),
         f"  leak flags: {r['leak_flags']:,}; files not read whole: {len(r['file_errors'])}",
-        f"  time: {t['total_s']:.1f}s (per-file stages {t['process_s']:.1f}s, dedup {t['dedup_s']:.1f}s, "
-        f"store {t['store_s']:.1f}s)",
+        (f"  time: {t['total_s']:.1f}s (per-file stages {t['process_s']:.1f}s, dedup {t['dedup_s']:.1f}s, "
+         f"store {t['store_s']:.1f}s)"),
         f"  output: {summary['paths']['articles']} (report: {summary['paths']['report']})",
     ]
     return "\n".join(lines)

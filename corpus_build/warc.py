@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import codecs
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -30,9 +31,9 @@ BINARY_MAGIC = (
 LEGACY_CHARSETS = ["cp1252", "iso8859_15", "cp1250", "iso8859_2", "cp1251", "koi8_r", "iso8859_7", "cp1253",
                    "cp1254", "iso8859_9", "cp1256", "cp1255", "shift_jis", "euc_jp", "gb18030", "big5",
                    "euc_kr", "utf_16"]
-_HTML_SNIFF = re.compile(rb"<\s*(!doctype\s+html|html|head|body|title|meta|div|p|article)[\s>/]", re.I)
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
-_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*([A-Za-z0-9_\-:.]+)", re.I)
+_HTML_SNIFF = re.compile(rb"<\s*(!doctype\s+html|html|head|body|title|meta|div|p|article)[\s>/]", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*([A-Za-z0-9_\-:.]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,8 @@ def parse_warc_date(value: str | None) -> datetime | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 def _norm_charset(name: str | None) -> str | None:
@@ -136,13 +137,39 @@ def decode_payload(payload: bytes, content_type: str | None) -> tuple[str, str] 
 
         # the legacy encodings web pages actually use; open-ended detection picks exotic code pages
         best = from_bytes(payload[:200_000], cp_isolation=LEGACY_CHARSETS).best()
-    except Exception:  # detection itself failing is an undecodable payload, not a crash
+    except Exception:  # noqa: BLE001 - detection itself failing is an undecodable payload, not a crash
         best = None
     if best is not None and best.encoding:
         try:
             return payload.decode(best.encoding), best.encoding
         except (UnicodeDecodeError, LookupError):
             pass
+    return None
+
+
+def gzip_fault(path: Path, chunk: int = 1 << 20) -> str | None:
+    """None when every gzip member of the file is complete, else what is wrong."""
+    try:
+        with open(path, "rb") as fh:
+            dec = zlib.decompressobj(31)
+            in_member = False
+            while block := fh.read(chunk):
+                data = block
+                while data:
+                    dec.decompress(data, 1 << 22)
+                    while dec.unconsumed_tail and not dec.eof:
+                        dec.decompress(dec.unconsumed_tail, 1 << 22)
+                    in_member = True
+                    if dec.eof:
+                        data = dec.unused_data
+                        dec = zlib.decompressobj(31)
+                        in_member = False
+                    else:
+                        data = b""
+            if in_member:
+                return "truncated gzip member at the end of the file"
+    except (OSError, zlib.error) as exc:
+        return f"corrupt gzip data: {exc}"
     return None
 
 
@@ -164,7 +191,7 @@ class WarcReader:
 
     def __iter__(self) -> Iterator[WarcPage | ReadDrop]:
         try:
-            fh = open(self.path, "rb")
+            fh = open(self.path, "rb")  # noqa: SIM115 - closed below; the open itself may fail
         except OSError as exc:
             self.error = f"cannot open: {exc}"
             return
@@ -194,8 +221,12 @@ class WarcReader:
                     yield item
             except GeneratorExit:
                 raise
-            except Exception as exc:  # truncated gzip member, corrupt header...: keep what was read
+            except Exception as exc:  # noqa: BLE001 - truncated gzip member, corrupt header...: keep what was read
                 self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
+                return
+        if self.error is None and self.path.name.endswith(".gz"):
+            # warcio ends quietly when a file is cut after a record's content but inside its member
+            self.error = gzip_fault(self.path)
 
     def _read_response(self, record, it: ArchiveIterator) -> WarcPage | ReadDrop:
         headers = record.rec_headers
@@ -235,7 +266,7 @@ class WarcReader:
         if not html.strip():
             return drop("empty_payload")
         if crawl_time is None:
-            crawl_time = datetime(1970, 1, 1, tzinfo=timezone.utc)
+            crawl_time = datetime(1970, 1, 1, tzinfo=UTC)
         return WarcPage(url, crawl_time, record_id, offset, status, content_type, last_modified, html,
                         charset, truncated)
 

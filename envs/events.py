@@ -379,6 +379,16 @@ def _tags(ev: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _category(ev: Mapping[str, Any]) -> str | None:
+    """The first tag's slug (lower-case and stable), else its label."""
+    for t in ev.get("tags") or []:
+        if isinstance(t, Mapping) and (t.get("slug") or t.get("label")):
+            return str(t.get("slug") or t.get("label"))
+        if isinstance(t, str) and t:
+            return t
+    return None
+
+
 def construct_event(ev: Any, cache: Any, cfg: Mapping[str, Any], repairs: Counter, counts: Counter) -> Candidate:
     """Parse one Gamma event, decide its layout and label, and load its price and trade series.
 
@@ -484,7 +494,7 @@ def construct_event(ev: Any, cache: Any, cfg: Mapping[str, Any], repairs: Counte
     if not isinstance(description, str) or not description.strip():
         description = str(markets[0].raw.get("description") or "")
     tags = _tags(ev)
-    category = ev.get("category") if isinstance(ev.get("category"), str) and ev.get("category") else (tags[0] if tags else None)
+    category = ev.get("category") if isinstance(ev.get("category"), str) and ev.get("category") else _category(ev)
     volume = _as_float(ev.get("volume"))
     if isinstance(ev.get("volume"), str) and volume is not None:
         repairs["volume_from_string"] += 1

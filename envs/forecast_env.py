@@ -19,7 +19,9 @@ import numpy as np
 from forecast_env.envs import tools
 from forecast_env.envs.notebook import Notebook, NotebookError
 from gymnasium import spaces
+from gymnasium.error import CustomSpaceError
 from gymnasium.spaces.space import Space
+from gymnasium.vector.utils import create_shared_memory
 
 from forecast_env import scoring
 from forecast_env.config import load_config
@@ -82,6 +84,13 @@ class UnicodeText(spaces.Text):
 
     def __repr__(self) -> str:
         return f"UnicodeText({self.min_length}, {self.max_length})"
+
+
+@create_shared_memory.register(UnicodeText)
+def _no_shared_memory(space: UnicodeText, n: int = 1, ctx: Any = None) -> Any:
+    # Gymnasium reads Text shared memory into a tuple once, at creation: later steps would return
+    # stale observations. Refuse, so that AsyncVectorEnv says to pass shared_memory=False.
+    raise CustomSpaceError("ForecastEnv observations are text: use AsyncVectorEnv(..., shared_memory=False)")
 
 
 def _rebuild_text(max_length: int, min_length: int, rng: np.random.Generator | None) -> UnicodeText:
@@ -331,6 +340,14 @@ class ForecastEnv(gym.Env):
     workspace at the first search. Budget: `max_calls_per_date` calls per date, forecast included;
     when they are spent without a forecast, the uniform forecast is recorded with
     `fallback="budget_exhausted"` and the next date begins.
+
+    ## Vector environments
+
+    Works under `gymnasium.vector.SyncVectorEnv` and `AsyncVectorEnv(..., shared_memory=False)`
+    (batched observations are tuples of strings). Gymnasium copies Text shared memory once at
+    creation, so `shared_memory=True` would return stale text: this space refuses it with a
+    message saying to pass `shared_memory=False`. Each worker opens its own `Searcher` (memory-mapped
+    index, shared page cache) at its first search.
     """
 
     metadata = {"render_modes": []}
@@ -677,7 +694,7 @@ class ForecastEnv(gym.Env):
                 tr["hits"] = hits
                 c["tool_result"] = tr
                 _note(cuts, "search hits")
-            elif tr is not None and not (isinstance(tr, dict) and "hits" in tr):
+            elif tr is not None and not (isinstance(tr, dict) and ("hits" in tr or "body" in tr)):
                 s = tr if isinstance(tr, str) else dump_observation(tr)
                 c["tool_result"] = s[: max(0, len(s) - over - 200)] if len(s) > over + 200 else None
                 _note(cuts, "tool result")

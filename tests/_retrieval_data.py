@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +14,7 @@ from forecast_env.retrieval.dense import normalize
 from forecast_env.store import Workspace, atomic_write_table
 
 #: A small deterministic vocabulary (stop words included, so that they must be dropped).
-VOCAB = ("election vote senate court ruling market price oil gas inflation rate bank central "
-         "storm hurricane flood fire rocket launch moon mars team final match goal player coach "
-         "merger deal stock shares profit loss tariff trade china india brazil summit treaty "
-         "the of and to in is").split()
+VOCAB = ["election", "vote", "senate", "court", "ruling", "market", "price", "oil", "gas", "inflation", "rate", "bank", "central", "storm", "hurricane", "flood", "fire", "rocket", "launch", "moon", "mars", "team", "final", "match", "goal", "player", "coach", "merger", "deal", "stock", "shares", "profit", "loss", "tariff", "trade", "china", "india", "brazil", "summit", "treaty", "the", "of", "and", "to", "in", "is"]
 
 
 def make_rows(n: int, start: date = date(2025, 3, 1), days: int = 120, seed: int = 0,
@@ -31,7 +28,7 @@ def make_rows(n: int, start: date = date(2025, 3, 1), days: int = 120, seed: int
         day = start + timedelta(days=int(rng.integers(0, days)))
         words = rng.choice(VOCAB, size=int(rng.integers(0, 30)), p=weights)
         title_words = rng.choice(VOCAB, size=int(rng.integers(1, 5)), p=weights)
-        t = datetime(day.year, day.month, day.day, int(rng.integers(0, 24)), tzinfo=timezone.utc)
+        t = datetime(day.year, day.month, day.day, int(rng.integers(0, 24)), tzinfo=UTC)
         rows.append({
             "doc_id": hashlib.sha1(f"{seed}-{i}".encode()).hexdigest()[:16],
             "url": f"https://news.example/{i}", "title": " ".join(title_words).capitalize(),

@@ -10,14 +10,9 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-_NOUNS = ("council budget river school bridge market harvest hospital library station election court "
-          "minister company union farmer teacher doctor engineer village city region border airport "
-          "museum festival season report survey study plan project road railway harbour factory "
-          "garden forest coast island valley mountain program contract policy treaty agreement").split()
-_ADJS = ("new old local national regional large small public private early late quiet busy strong "
-         "weak careful final recent annual modern rural urban central northern southern").split()
-_VERBS = ("approved rejected delayed reviewed announced discussed expanded reduced funded opened "
-          "closed inspected visited praised criticised supported questioned completed started").split()
+_NOUNS = ["council", "budget", "river", "school", "bridge", "market", "harvest", "hospital", "library", "station", "election", "court", "minister", "company", "union", "farmer", "teacher", "doctor", "engineer", "village", "city", "region", "border", "airport", "museum", "festival", "season", "report", "survey", "study", "plan", "project", "road", "railway", "harbour", "factory", "garden", "forest", "coast", "island", "valley", "mountain", "program", "contract", "policy", "treaty", "agreement"]
+_ADJS = ["new", "old", "local", "national", "regional", "large", "small", "public", "private", "early", "late", "quiet", "busy", "strong", "weak", "careful", "final", "recent", "annual", "modern", "rural", "urban", "central", "northern", "southern"]
+_VERBS = ["approved", "rejected", "delayed", "reviewed", "announced", "discussed", "expanded", "reduced", "funded", "opened", "closed", "inspected", "visited", "praised", "criticised", "supported", "questioned", "completed", "started"]
 _TAILS = ("on Monday", "on Tuesday", "in a statement", "after the meeting", "to reporters",
           "during the hearing", "with some caution", "for the first time", "late in the evening",
           "before the weekend", "at the start of the month", "in front of the press")

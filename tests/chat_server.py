@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 _ids = itertools.count(1)
 
@@ -80,7 +80,7 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 return None
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 if self.path.rstrip("/") != "/v1/chat/completions":
@@ -130,10 +130,10 @@ class ChatServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> ChatServer:
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -81,7 +81,7 @@ class HandCache:
     def event(self, gid: str, markets: list[dict], *, title: str = "Will it happen?", description: str = "About it.",
               neg_risk: bool = False, **extra: Any) -> dict:
         ev = {"id": gid, "slug": f"ev-{gid}", "title": title, "description": description,
-              "startDate": markets[0]["startDate"] if markets else None, "enableNegRisk": neg_risk,
+              "startDate": markets[0].get("startDate") if markets else None, "enableNegRisk": neg_risk,
               "negRiskAugmented": False, "tags": [{"id": "2", "label": "Politics", "slug": "politics"}],
               "volume": 1000.0, "markets": markets, **extra}
         self.events.append(ev)

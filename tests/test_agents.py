@@ -9,8 +9,6 @@ from datetime import date
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from forecast_env import schema
 from forecast_env.agents.base import (
     Agent,
     AsyncAgent,
@@ -22,6 +20,8 @@ from forecast_env.agents.base import (
 from forecast_env.agents.base_rate import BaseRateAgent, fit_base_rates
 from forecast_env.agents.retrieval import RetrievalAgent, cue_balance, score_options
 from forecast_env.agents.uniform import UniformAgent
+
+from forecast_env import schema
 from forecast_env.errors import ForecastEnvError, WorkspaceError
 from forecast_env.store import Workspace
 
@@ -234,6 +234,48 @@ def _mean_brier(results):
     return sum(per_event) / len(per_event)
 
 
+@pytest.fixture(scope="module")
+def hand_ws(tmp_path_factory):
+    """The environment tests' hand-made workspace (real index, hand-written articles and events)."""
+    from _env_data import build_workspace
+
+    return build_workspace(tmp_path_factory.mktemp("agents_hand_ws"))
+
+
+def _check_retrieval_log(log):
+    per_date = [0]
+    for c in log["tool_calls"]:  # calls in order; a forecast closes its date
+        per_date[-1] += 1
+        assert c["error"] is None, c
+        if c["tool"] == "forecast":
+            per_date.append(0)
+    assert per_date[-1] == 0 and len(per_date) - 1 == len(log["forecasts"])
+    assert max(per_date) <= 8
+    assert {c["tool"] for c in log["tool_calls"]} >= {"search", "open_article", "notebook_add", "forecast"}
+    dates = {f["step"]: f["forecast_date"] for f in log["forecasts"]}
+    assert log["notebook"]
+    for row in log["notebook"]:
+        observed = date.fromisoformat(row["date_observed"])
+        assert observed <= dates[row["created_step"]]
+
+
+def test_agents_play_hand_made_env(hand_ws):
+    from forecast_env.envs import ForecastEnv
+
+    env = ForecastEnv(hand_ws, split="eval")
+    for name in ("uniform", "base_rate", "retrieval"):
+        agent = make_agent(name, workspace=hand_ws)
+        for eid in env.unwrapped.event_ids:
+            out = run_episode(env, agent, seed=0, event_id=eid)
+            log = env.unwrapped.episode_log()
+            assert len(out["scores"]) == len(log["forecasts"]) >= 1
+            assert all(s["fallback"] is None for s in out["scores"])
+            if name == "uniform":
+                assert [c["tool"] for c in log["tool_calls"]] == ["forecast"] * len(out["scores"])
+            if name == "retrieval":
+                _check_retrieval_log(log)
+
+
 @pytest.mark.slow
 def test_agents_play_real_env_and_retrieval_beats_uniform(micro_events):
     from forecast_env.envs import ForecastEnv
@@ -250,26 +292,17 @@ def test_agents_play_real_env_and_retrieval_beats_uniform(micro_events):
             assert out["scores"] and all(s["fallback"] is None for s in out["scores"])
             log = env.unwrapped.episode_log()
             if name == "retrieval":
-                per_step: dict[int, int] = {}
-                for c in log["tool_calls"]:
-                    per_step[c["step"]] = per_step.get(c["step"], 0) + 1
-                    assert c["error"] is None, c
-                assert max(per_step.values()) <= 8
-                dates = {f["step"]: f["forecast_date"] for f in log["forecasts"]}
-                for row in log["notebook"]:
-                    observed = date.fromisoformat(row["date_observed"])
-                    assert observed <= dates[row["created_step"]]
+                _check_retrieval_log(log)
             results[name].append(out)
     uniform = _mean_brier(results["uniform"])
     retrieval = _mean_brier(results["retrieval"])
     assert retrieval < uniform, (retrieval, uniform)
 
 
-@pytest.mark.slow
-def test_arun_episode_with_sync_and_async_agents(micro_events):
+def test_arun_episode_via_gymnasium_make(hand_ws):
     import gymnasium
 
-    env = gymnasium.make("forecast_env.envs:ForecastEnv-v0", workspace=micro_events, split="eval")
+    env = gymnasium.make("forecast_env.envs:ForecastEnv-v0", workspace=hand_ws, split="eval")
     eid = env.unwrapped.event_ids[0]
     out = asyncio.run(arun_episode(env, RetrievalAgent(), seed=0, event_id=eid))
     assert out["scores"] and out["n_actions"] >= len(out["scores"])

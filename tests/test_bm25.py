@@ -6,12 +6,12 @@ import math
 from datetime import date, timedelta
 
 import pytest
+from _retrieval_data import VOCAB, HashEmbedder, make_rows, write_store
+from forecast_env.corpus_build.index import build_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from _retrieval_data import VOCAB, HashEmbedder, make_rows, write_store
-from forecast_env.corpus_build.index import build_index
 from forecast_env.retrieval import Searcher
 from forecast_env.retrieval.bm25 import build_month_postings, top_k
 from forecast_env.retrieval.dense import document_text
@@ -46,7 +46,7 @@ def test_month_postings_are_csr_sorted_by_row():
 def test_top_k_breaks_ties_by_row():
     import numpy as np
 
-    rows, scores = top_k(np.array([5, 3, 9, 1]), np.array([1.0, 2.0, 2.0, 0.5]), 2)
+    rows, _ = top_k(np.array([5, 3, 9, 1]), np.array([1.0, 2.0, 2.0, 0.5]), 2)
     assert rows.tolist() == [3, 9]
 
 

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import datasketch
 import numpy as np
 import polars as pl
 import pytest
-
-from forecast_env.config import load_config
 from forecast_env.corpus_build.dedup import (
-    MinHasher, find_duplicates, normalize_title, normalize_url, shingle_words,
+    MinHasher,
+    find_duplicates,
+    normalize_title,
+    normalize_url,
+    shingle_words,
 )
 
+from forecast_env.config import load_config
+
 CFG = load_config("corpus")["dedup"]
-T0 = datetime(2025, 4, 1, 12, tzinfo=timezone.utc)
+T0 = datetime(2025, 4, 1, 12, tzinfo=UTC)
 WORDS = [f"w{i}" for i in range(3000)]
 
 

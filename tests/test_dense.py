@@ -10,16 +10,16 @@ import warnings
 from datetime import date, timedelta
 
 import numpy as np
+import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from _retrieval_data import HashEmbedder, make_rows, write_store
 from forecast_env.corpus_build.embed import article_texts
 from forecast_env.corpus_build.index import build_index, write_dense_shard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from forecast_env.retrieval import Searcher
 from forecast_env.retrieval.dense import DenseShards, read_index
-import pyarrow as pa
 
 START = date(2025, 3, 1)
 DIM = 16
@@ -64,7 +64,7 @@ def test_dense_is_exact_over_eligible_rows(store, offset, k, seed, hide):
 
 
 def test_text_query_dense_matches_vector_query(store):
-    root, rows, vecs = store
+    root, _, _ = store
     s = Searcher.open(root, embedder=HashEmbedder(DIM))
     by_text = s.search("oil price storm", "2025-04-20", k=7, mode="dense")
     by_vec = s.search_vectors(HashEmbedder(DIM).encode_queries(["oil price storm"]), "2025-04-20", k=7)[0]

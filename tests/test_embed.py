@@ -6,16 +6,16 @@ Kept small (the model embeds ~30 texts/s on 2 cores): one store of 40 articles b
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from _retrieval_data import write_store
+from forecast_env.corpus_build.embed import article_texts, embed_articles
+
 from forecast_env.cli.main import main
 from forecast_env.config import load_config
-from forecast_env.corpus_build.embed import article_texts, embed_articles
 from forecast_env.errors import ConfigError
 from forecast_env.retrieval import Searcher
 from forecast_env.retrieval.dense import Embedder, resolve_model
@@ -36,7 +36,7 @@ def topic_rows(n_per_topic: int = 10):
             rows.append({
                 "doc_id": f"{topic}-{i:03d}", "url": f"https://ex.org/{topic}/{i}", "title": f"{topic} report {i}",
                 "summary": text, "body": f"{text} Update number {i}.", "day": day, "leak_flag": False,
-                "t": datetime(day.year, day.month, day.day, tzinfo=timezone.utc), "t_source": "pub",
+                "t": datetime(day.year, day.month, day.day, tzinfo=UTC), "t_source": "pub",
             })
     return rows
 

@@ -523,7 +523,10 @@ def test_vector_envs(ws, kind):
     from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
     fns = [_env_fn(ws, "pm-4"), _env_fn(ws, "pm-1")]
-    venv = SyncVectorEnv(fns) if kind == "sync" else AsyncVectorEnv(fns, context="spawn")
+    if kind == "async":
+        with pytest.raises(ValueError, match="shared_memory"):
+            AsyncVectorEnv(fns, context="spawn")  # text through shared memory would go stale
+    venv = SyncVectorEnv(fns) if kind == "sync" else AsyncVectorEnv(fns, context="spawn", shared_memory=False)
     try:
         obs, infos = venv.reset(seed=0)
         assert len(obs) == 2

@@ -6,14 +6,14 @@ import asyncio
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
+from chat_server import ChatServer, Status, forecasting_policy, text, tool_call, tool_calls
 from forecast_env.agents.base import make_agent, run_episode
 from forecast_env.agents.llm import LLMAgent, system_prompt
 from forecast_env.agents.parse import match_label, parse_arguments, parse_forecast
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from forecast_env.errors import ConfigError, EndpointError
-from chat_server import ChatServer, Status, forecasting_policy, text, tool_call, tool_calls
 
 YN = ["Yes", "No"]
 MULTI = ["Real Madrid", "Real Betis", "Barcelona"]
@@ -68,8 +68,8 @@ def agent_for(server: ChatServer, **kw) -> LLMAgent:
          {"Real Madrid": 0.5, "Real Betis": 0.2, "Barcelona": 0.3}),
         ("real  madrid: 50%\nreal betis: 20%\nbarcelona: 30%", MULTI,
          {"Real Madrid": 0.5, "Real Betis": 0.2, "Barcelona": 0.3}),
-        ('[{"option": "Barcelona", "probability": 0.6}, {"option": "Real Madrid", "probability": 0.3},'
-         ' {"option": "Real Betis", "probability": 0.1}]', MULTI,
+        (('[{"option": "Barcelona", "probability": 0.6}, {"option": "Real Madrid", "probability": 0.3},'
+         ' {"option": "Real Betis", "probability": 0.1}]'), MULTI,
          {"Barcelona": 0.6, "Real Madrid": 0.3, "Real Betis": 0.1}),
         ("{'barcelona': 0.5, 'real madrid': 0.25, 'real betis': 0.25, }", MULTI,
          {"Barcelona": 0.5, "Real Madrid": 0.25, "Real Betis": 0.25}),
@@ -275,7 +275,7 @@ def test_cost_api_key_and_truncation(monkeypatch):
         a1 = agent.act(obs(), INFO)
         agent.act(obs(tool_result={"hits": [{"doc_id": "d", "summary": "z" * 5000}]}, budget_left=19), {})
         assert srv.headers[0].get("Authorization") == "Bearer sk-test-123"
-        tool_msg = [m for m in srv.requests[1]["messages"] if m["role"] == "tool"][0]
+        tool_msg = next(m for m in srv.requests[1]["messages"] if m["role"] == "tool")
         assert len(tool_msg["content"]) < 600 and "truncated" in tool_msg["content"]
     assert a1["telemetry"]["cost_usd"] == pytest.approx((100 * 2.0 + 20 * 10.0) / 1e6)
 
@@ -333,11 +333,18 @@ def test_async_permanent_failure():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_llm_agent_plays_real_env(micro_events):
+@pytest.fixture(scope="module")
+def hand_ws(tmp_path_factory):
+    """The environment tests' hand-made workspace (real index, hand-written articles and events)."""
+    from _env_data import build_workspace
+
+    return build_workspace(tmp_path_factory.mktemp("llm_hand_ws"))
+
+
+def test_llm_agent_plays_real_env(hand_ws):
     from forecast_env.envs import ForecastEnv
 
-    env = ForecastEnv(micro_events, split="eval")
+    env = ForecastEnv(hand_ws, split="eval")
     event_id = env.unwrapped.event_ids[0]
     with ChatServer([], default=forecasting_policy(searches=1)) as srv:
         agent = agent_for(srv)
@@ -351,7 +358,8 @@ def test_llm_agent_plays_real_env(micro_events):
         assert [c["tool"] for c in calls] == ["search", "forecast"] * steps_total
         assert all(c["prompt_tokens"] == 100 for c in calls)
         first = srv.requests[0]
-        assert first["tools"] == env.unwrapped.tool_specs
+        assert first["tools"] == json.loads(json.dumps(env.unwrapped.tool_specs))
+        assert first["messages"][1]["content"].count(env.unwrapped.current_event.question) >= 1
         for req in srv.requests:
             blob = json.dumps(req["messages"])
             assert "market_previous_day" not in blob and '\\"label\\"' not in blob

@@ -8,11 +8,11 @@ from datetime import date, timedelta
 
 import numpy as np
 import pytest
+from _retrieval_data import VOCAB, HashEmbedder, make_rows, write_store
+from forecast_env.corpus_build.index import build_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _retrieval_data import VOCAB, HashEmbedder, make_rows, write_store
-from forecast_env.corpus_build.index import build_index
 from forecast_env.errors import (
     ForecastEnvError,
     FutureArticleError,
@@ -78,7 +78,7 @@ def test_hybrid_is_rrf_of_dense_and_bm25(built):
     assert {h.doc_id: round(h.score, 12) for h in hits} == {
         doc: round(fused[doc], 12) for doc in [h.doc_id for h in hits]}
     assert min(h.score for h in hits) >= sorted(fused.values(), reverse=True)[9] - 1e-12
-    rows, scores = rrf([np.array([5, 1]), np.array([1, 7])], 3)
+    rows, _ = rrf([np.array([5, 1]), np.array([1, 7])], 3)
     assert rows.tolist() == [1, 5, 7]
 
 
@@ -169,7 +169,7 @@ def test_missing_and_corrupt_index(built, tmp_path):
     root, _ = built
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
-    shard = sorted((copy / "index" / "dense").glob("*.faiss"))[0]
+    shard = min((copy / "index" / "dense").glob("*.faiss"))
     shard.write_bytes(b"garbage")
     with pytest.raises(WorkspaceError, match=shard.name) as err:
         Searcher.open(copy)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
-from forecast_env.corpus_build.warc import ReadDrop, WarcPage, WarcReader, classify_content, decode_payload
 from _warc_data import Page, english_body, write_warc
+from forecast_env.corpus_build.warc import ReadDrop, WarcPage, WarcReader, classify_content, decode_payload
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
@@ -28,7 +27,7 @@ def test_reads_responses_and_skips_other_record_types(tmp_path: Path) -> None:
     assert offsets == sorted(offsets) and len(set(offsets)) == 3 and offsets[0] > 0
     first = items[0]
     assert first.url == "https://ex.com/a0" and first.status == 200
-    assert first.crawl_time == datetime(2025, 4, 2, 10, 0, 0, 500000, tzinfo=timezone.utc)
+    assert first.crawl_time == datetime(2025, 4, 2, 10, 0, 0, 500000, tzinfo=UTC)
     assert first.record_id.startswith("<urn:uuid:") and "<article>" in first.html
 
 
@@ -63,7 +62,7 @@ def test_charsets() -> None:
     wrong = ("<html><body><p>" + "Der Bär läuft über die Straße. " * 20 + "</p></body></html>").encode("latin-1")
     out = decode_payload(wrong, "text/html; charset=utf-8")
     assert out is not None and "Straße" in out[0]
-    assert decode_payload("plain ascii <p>ok</p>".encode(), None)[0].startswith("plain")
+    assert decode_payload(b"plain ascii <p>ok</p>", None)[0].startswith("plain")
 
 
 def test_classify_content_sniffs_missing_or_wrong_types() -> None:

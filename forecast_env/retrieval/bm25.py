@@ -138,7 +138,7 @@ def build_global_postings(directory: Path, months: Sequence[MonthPostings]) -> d
                       ("term_hash", hashes[horder]), ("term_id", horder.astype(np.int64)),
                       ("term_off", term_off)):
         _save_npy(directory / f"{name}.npy", arr)
-    return {"terms": len(terms), "postings": int(len(rows)), "rows": int(len(doclen))}
+    return {"terms": len(terms), "postings": len(rows), "rows": len(doclen)}
 
 
 class BM25Index:

@@ -103,12 +103,12 @@ def quality_pages(city: str, person: str) -> list[tuple[str, str, list[str]]]:
         lines.append(f"{s} {tags[i % 8]} {tags[(i + 3) % 8]} {tags[(i + 5) % 8]}.")
     pages.append(("gopher_symbol_ratio", f"Spring parade in {city} draws record crowds", lines))
     pages.append(("gopher_ellipsis_ratio", f"Residents react to the new parking rules in {city}", [
-        "Well... we did not expect this... but the council has changed the rules again, and people are not happy about it.",
-        "One shop owner said... honestly... that the new fees would drive customers away from the high street for good.",
-        "Another resident was calmer... she said the changes might... perhaps... reduce traffic near the school at the end of the day.",
-        "The council says... and this is the official line... that the money will be spent on repairs to the roads and bridges.",
-        "Drivers have until... the first of next month... to buy a permit before the fines begin to apply in the central zone.",
-        "Meanwhile... the debate goes on... with a public meeting planned for the town hall... and a petition... already signed by hundreds.",
+        "Well... we did not... expect this... but the council... has changed the rules again... and people are... not happy.",
+        "One shop owner said... honestly... that the new fees... would drive... customers away... for good.",
+        "Another resident was calmer... she said... the changes might... perhaps... reduce traffic... near the school.",
+        "The council says... and this is... the official line... that the money... will be spent... on the roads.",
+        "Drivers have until... the first... of next month... to buy... a permit... before the fines begin.",
+        "Meanwhile... the debate... goes on... with a meeting... at the town hall... and a petition... signed by hundreds.",
     ]))
     pages.append(("gopher_bullet_lines", f"{city} council meeting: the main decisions", [
         "• New budget for road repairs approved by a large majority",
@@ -121,6 +121,10 @@ def quality_pages(city: str, person: str) -> list[tuple[str, str, list[str]]]:
         "• Street lighting in the old town to be replaced with efficient lamps",
         "• Public toilets in the central park to reopen after repairs",
         "• Council tax rise capped at two percent for most households",
+        "• Recycling collections to move to a weekly schedule in the summer",
+        "• Funding agreed for a new playground beside the river path",
+        "• Review of taxi licensing rules to begin before the end of the year",
+        "• Volunteer awards evening to return to the town hall in the autumn",
     ]))
     pages.append(("gopher_ellipsis_lines", f"Overheard at the {city} market this weekend", [
         "The fish seller was telling everyone that the prices would go up again after the holiday...",

@@ -132,7 +132,7 @@ def latent_path(nrng: np.random.Generator, n_days: int, k: int, winner: int,
 def faithful_mask(nrng: np.random.Generator, n: int, plant: str | None,
                   realized_start: int) -> np.ndarray:
     if plant == "low_faithful":
-        m = np.arange(n) % 3 == 0
+        m = np.arange(n) % 5 < 2
     elif plant == "long_run":
         m = np.ones(n, dtype=bool)
         m[n // 3 : n // 3 + 11] = False
