@@ -149,6 +149,7 @@ class ChatClient:
         if self._client is not None:
             self._client.close()
             self._client = None
+        self._aclient = None  # an AsyncClient is bound to its event loop; dropped, not awaited
 
 
 def _zero_telemetry() -> dict[str, Any]:
@@ -178,6 +179,10 @@ class LLMAgent:
         self.price = price if isinstance(price, Mapping) else None
         self.tool_specs: list[dict] = []
         self.reset()
+
+    def close(self) -> None:
+        """Close the HTTP connections (the agent can still be used; they reopen on demand)."""
+        self.client.close()
 
     # -- state ------------------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ def build_workspace(root: Path, n_articles: int, n_events: int = 40, seed: int =
     return ws.root
 
 
-def run_env(ws: str, seconds: float, seed: int = 0) -> tuple[int, float]:
+def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tuple[int, float]:
     """Scripted agent through the environment for about `seconds`: (tool steps, elapsed)."""
     from forecast_env.envs import ForecastEnv
 
@@ -97,7 +97,8 @@ def run_env(ws: str, seconds: float, seed: int = 0) -> tuple[int, float]:
         while not done:
             hits = []
             for _ in range(2):
-                _, _, done, _, info = env.step({"tool": "search", "args": {"query": rng.choice(QUERIES)}})
+                _, _, done, _, info = env.step({"tool": "search", "args": {"query": rng.choice(QUERIES),
+                                                                           "mode": mode}})
                 hits = info["tool_result"]["hits"] or hits
             env.step({"tool": "open_article", "args": {"doc_id": hits[0]["doc_id"] if hits else "none"}})
             _, _, done, _, info = env.step({"tool": "forecast", "args": {"probabilities": {"Yes": 0.6, "No": 0.4}}})
@@ -106,7 +107,7 @@ def run_env(ws: str, seconds: float, seed: int = 0) -> tuple[int, float]:
     return steps, time.perf_counter() - t0
 
 
-def run_direct(ws: str, seconds: float, seed: int = 0) -> tuple[int, float]:
+def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tuple[int, float]:
     """The same calls straight on the Searcher (plus scoring), without the environment."""
     from forecast_env.envs.forecast_env import load_episodes
     from forecast_env.retrieval import Searcher
@@ -123,7 +124,7 @@ def run_direct(ws: str, seconds: float, seed: int = 0) -> tuple[int, float]:
         for d in ep.dates:
             hits = []
             for _ in range(2):
-                hits = s.search(rng.choice(QUERIES), d.day, 10, "hybrid") or hits
+                hits = s.search(rng.choice(QUERIES), d.day, 10, mode) or hits
             if hits:
                 s.open_article(hits[0].doc_id, d.day)
             score_report({"Yes": 0.6, "No": 0.4}, ep.label, d.options, 0.5)
@@ -131,8 +132,27 @@ def run_direct(ws: str, seconds: float, seed: int = 0) -> tuple[int, float]:
     return steps, time.perf_counter() - t0
 
 
-def _worker(args: tuple[str, float, int]) -> tuple[int, float]:
-    return run_env(*args)
+def run_overhead(ws: str, seconds: float) -> tuple[int, float]:
+    """Steps that touch no index (notebook_add, forecast): the environment's own cost per step."""
+    from forecast_env.envs import ForecastEnv
+
+    env = ForecastEnv(ws, split="all")
+    env.reset(seed=0)
+    note = {"tool": "notebook_add", "args": {"claim": "a claim", "date_observed": "2026-04-01", "doc_ids": ["d1"]}}
+    fc = {"tool": "forecast", "args": {"probabilities": {"Yes": 0.6, "No": 0.4}}}
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        done = False
+        while not done:
+            env.step(note)
+            _, _, done, _, _ = env.step(fc)
+            steps += 2
+        env.reset()
+    return steps, time.perf_counter() - t0
+
+
+def _worker(args: tuple[str, float, int, str]) -> tuple[int, float]:
+    return run_env(args[0], args[1], args[2], args[3])
 
 
 def main() -> None:
@@ -140,6 +160,7 @@ def main() -> None:
     ap.add_argument("--workspace", default=None, help="a built workspace (default: generate one)")
     ap.add_argument("--articles", type=int, default=3000, help="articles of the generated workspace")
     ap.add_argument("--seconds", type=float, default=10.0, help="measuring time per configuration")
+    ap.add_argument("--modes", default="hybrid,bm25", help="search modes to measure, comma-separated")
     args = ap.parse_args()
     if args.workspace:
         ws = args.workspace
@@ -147,18 +168,22 @@ def main() -> None:
         t = time.perf_counter()
         ws = str(build_workspace(Path(tempfile.mkdtemp(prefix="bench_env_")), args.articles))
         print(f"generated workspace with {args.articles} articles in {time.perf_counter() - t:.1f} s: {ws}")
-    steps, el = run_direct(ws, args.seconds)
-    direct = steps / el
-    print(f"direct Searcher calls (no env):   {direct:8.1f} tool steps/s")
-    steps, el = run_env(ws, args.seconds)
-    single = steps / el
-    print(f"ForecastEnv, 1 process:           {single:8.1f} tool steps/s  "
-          f"(env overhead {1000 * (1 / single - 1 / direct):.3f} ms/step)")
-    with mp.get_context("spawn").Pool(2) as pool:
-        res = pool.map(_worker, [(ws, args.seconds, 1), (ws, args.seconds, 2)])
-    total = sum(s / e for s, e in res)
-    print(f"ForecastEnv, 2 processes (1 index): {total:8.1f} tool steps/s in total "
-          f"({', '.join(f'{s / e:.1f}' for s, e in res)} per process)")
+    steps, el = run_overhead(ws, args.seconds)
+    print(f"ForecastEnv without retrieval (notebook_add + forecast steps): {steps / el:9.1f} steps/s "
+          f"({1000 * el / steps:.3f} ms/step)")
+    for mode in args.modes.split(","):
+        steps, el = run_direct(ws, args.seconds, mode=mode)
+        direct = steps / el
+        print(f"[{mode}] direct Searcher calls (no env):     {direct:8.1f} tool steps/s")
+        steps, el = run_env(ws, args.seconds, mode=mode)
+        single = steps / el
+        print(f"[{mode}] ForecastEnv, 1 process:             {single:8.1f} tool steps/s  "
+              f"(difference {1000 * (1 / single - 1 / direct):+.3f} ms/step)")
+        with mp.get_context("spawn").Pool(2) as pool:
+            res = pool.map(_worker, [(ws, args.seconds, 1, mode), (ws, args.seconds, 2, mode)])
+        total = sum(s / e for s, e in res)
+        print(f"[{mode}] ForecastEnv, 2 processes (1 index): {total:8.1f} tool steps/s in total "
+              f"({', '.join(f'{s / e:.1f}' for s, e in res)} per process)")
 
 
 if __name__ == "__main__":

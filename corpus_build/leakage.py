@@ -93,6 +93,12 @@ _STRONG_PREVIEW = re.compile(
 )
 _SENT_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(]?[A-Z])|\n+")
 _VERB_GAP = 60  # characters allowed between a past verb and its date
+# A verb form right after a modal or infinitive marker is not a past report ("will be reported
+# on March 13", "is to be signed on", "could be announced").
+_NOT_PAST_BEFORE = re.compile(
+    r"\b(?:will|would|shall|should|could|can|may|might|must|to|be|being|won't|cannot|not)\s+(?:\w+\s+){0,1}$",
+    re.IGNORECASE,
+)
 
 
 def _resolve(month: int, day: int, year: int | None, t_day: date) -> date | None:
@@ -153,7 +159,9 @@ def _sentence_leak(sentence: str, t_day: date) -> date | None:
         verbs = list(_PAST_VERB.finditer(sentence, lo, start))
         if verbs:
             span = sentence[verbs[-1].start() : start]
-            if not re.search(r"[,;:]", span) and not _PREVIEW.search(span):
+            before = sentence[max(0, verbs[-1].start() - 30) : verbs[-1].start()]
+            if (not re.search(r"[,;:]", span) and not _PREVIEW.search(span)
+                    and not _NOT_PAST_BEFORE.search(before)):
                 return d
         # "On March 18, the Senate approved ...": the date leads its clause.
         lead = sentence[:start].strip().lower()

@@ -973,8 +973,8 @@ def render_report(report: Mapping[str, Any]) -> str:
             lines.append(f"| **{row['stage']}** | (all) | **{row['excluded']}** | {row['remaining']} |")
         lines += ["", f"Kept by split: {f['by_split']}; by type: {f['by_type']}; by split/type: {f['by_split_type']}",
                   f"Screen: {f['screened']} screened, verdicts {f['screen_verdicts']}, leaks {f['screen_leaks']}",
-                  f"Forecast dates dropped (realized leg not started): {f['dropped_forecast_dates']}; "
-                  f"schedule rows: {f['schedule_rows']}",
+                  (f"Forecast dates dropped (realized leg not started): {f['dropped_forecast_dates']}; "
+                   f"schedule rows: {f['schedule_rows']}"),
                   f"Repairs: {f['repairs'] or 'none'}; counts: {f['counts'] or 'none'}", ""]
     if report.get("totals"):
         lines += ["## All sources", "", f"{report['totals']}", ""]

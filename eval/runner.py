@@ -116,6 +116,7 @@ def _init_worker(ctx: dict[str, Any]) -> None:
     """Open the environment once per worker (and agents lazily, once per label)."""
     key = json.dumps({k: ctx[k] for k in ("workspace", "split", "env_config")}, sort_keys=True, default=str)
     if _WORKER.get("key") == key:
+        _WORKER["ctx"] = ctx  # same environment; the run (id, dir, agents, seed) may differ
         return
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ.setdefault(name, "1")
@@ -130,12 +131,13 @@ def _init_worker(ctx: dict[str, Any]) -> None:
 
 def _agent(ctx: dict[str, Any], label: str) -> Any:
     agents = _WORKER["agents"]
-    if label not in agents:
+    name, kwargs = ctx["specs"][label]
+    key = json.dumps([label, name, kwargs, ctx["bench_config"]], sort_keys=True, default=str)
+    if key not in agents:
         from forecast_env.agents.base import make_agent
 
-        name, kwargs = ctx["specs"][label]
-        agents[label] = make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], **kwargs)
-    return agents[label]
+        agents[key] = make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], **kwargs)
+    return agents[key]
 
 
 def _write_part(ctx: dict[str, Any], task: Task, log_: dict[str, Any], messages: Any, seed: int,
@@ -159,9 +161,7 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
     try:
         env = _WORKER["env"]
         agent = _agent(ctx, task.label)
-        env.unwrapped.rollout = task.rollout
-        agent.reset(seed=seed)
-        _reset_rollout(env, task)
+        env.unwrapped.rollout = task.rollout  # reset() keeps it (run_episode passes only the event id)
         run_episode(env, agent, seed=seed, event_id=task.event_id)
         messages = getattr(agent, "messages", None)
         return _write_part(ctx, task, env.unwrapped.episode_log(), messages, seed, time.perf_counter() - started)
@@ -171,17 +171,15 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
                 "seconds": time.perf_counter() - started}
 
 
-def _reset_rollout(env: Any, task: Task) -> None:
-    # reset() takes the rollout from options; run_episode passes only event_id, so set it beforehand
-    env.unwrapped.rollout = task.rollout
-
-
 def _ray_task(ctx: dict[str, Any], task_d: dict[str, Any]) -> dict[str, Any]:
     _init_worker(ctx)
     return _run_task(task_d)
 
 
 def _pool_init(ctx: dict[str, Any]) -> None:
+    # one compute thread per worker process: the pool already fills the cores
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
     _init_worker(ctx)
 
 

@@ -7,7 +7,6 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 import pytest
-
 from forecast_env.envs.beliefs import daily_beliefs, daily_trades
 from forecast_env.envs.events import build_events, load_events
 from hand_cache import MARKET_ONLY, HandCache, ts, wiggle

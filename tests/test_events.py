@@ -8,11 +8,11 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 import pytest
+from forecast_env.envs.events import build_events, description_as_of, load_events
+from hand_cache import MARKET_ONLY, HandCache, wiggle
 
 from forecast_env.cli.main import main as cli_main
-from forecast_env.envs.events import build_events, description_as_of, load_events
 from forecast_env.errors import IndexMissingError, WorkspaceError
-from hand_cache import MARKET_ONLY, HandCache, wiggle
 
 S = datetime(2025, 7, 1, 8, tzinfo=UTC)
 C = S + timedelta(days=19)
@@ -28,7 +28,7 @@ def _excl(ws):
 def planted(tmp_path_factory):
     """One event per exclusion reason, plus good binary and multi events."""
     h = HandCache()
-    good = lambda **kw: h.market(S, C, wiggle(20), ("1", "0"), **kw)  # noqa: E731
+    good = lambda **kw: h.market(S, C, wiggle(20), ("1", "0"), **kw)
     h.event("good", [good()])
     h.event("good_named", [h.market(S, C, wiggle(20), ("0.0000001", "0.9999999"), outcomes=("Lakers", "Celtics"),
                                     trade_outcome=1)])
@@ -46,7 +46,7 @@ def planted(tmp_path_factory):
     h.event("two_binary", [good(), good()])
     h.event("neg_single", [good(neg_risk=True)], neg_risk=True)
     h.event("unresolved", [h.market(S, C, wiggle(20), ("0.5", "0.5"))])
-    legs = lambda yes: [h.market(S, C, [0.5] * 20 if y else wiggle(20, 0.1, 0.4), ("1", "0") if y else ("0", "1"), title=f"O{k}",  # noqa: E731
+    legs = lambda yes: [h.market(S, C, [0.5] * 20 if y else wiggle(20, 0.1, 0.4), ("1", "0") if y else ("0", "1"), title=f"O{k}",
                                  neg_risk=True, trades_per_day=(5, 60)) for k, y in enumerate(yes)]
     h.event("multi_good", legs([0, 1, 0]), neg_risk=True)
     h.event("multi_two_yes", legs([1, 1, 0]), neg_risk=True)
@@ -226,6 +226,14 @@ def test_micro_world_against_truth(micro_events, micro_truth):
     # the offline screen must keep most of the good events of the sample world
     assert len(screened_out) <= len(goods) // 3, screened_out
     sched = t.schedule
-    for eid in kept:
+    for eid, ev in kept.items():
         s = sched.filter(pl.col("event_id") == eid)
         assert s.height == s["steps_total"][0] and s["step"].to_list() == list(range(1, s.height + 1))
+        starts = dict(t.legs.filter(pl.col("event_id") == eid).select("option", "start_day").iter_rows())
+        for row in s.iter_rows(named=True):  # legs added later are not offered before they start
+            assert row["options"] == [o for o in ev["options"] if starts[o] <= row["forecast_date"]]
+            assert ev["start_day"] <= row["forecast_date"] <= ev["close_day"] - timedelta(days=2)
+            assert starts[ev["label"]] <= row["forecast_date"]
+        late = micro_truth["events"][eid].get("late_legs") or []
+        if late:
+            assert any(starts[o] > ev["start_day"] for o in late), eid

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import numpy as np
-
 from forecast_env.envs.filters import EventSeries, MarketFilters, longest_run
 
 S = date(2025, 7, 1)

@@ -26,6 +26,9 @@ POSITIVES = [
 ]
 
 NEGATIVES = [
+    "Opening box office figures will be reported on March 22.",
+    "The bill is to be signed on March 22.",
+    "The deal could be announced March 22.",
     "The vote is scheduled for March 14.",
     "The vote scheduled for March 18 could change the race.",
     "Lawmakers will vote on March 18.",

@@ -6,12 +6,12 @@ import json
 
 import polars as pl
 import pytest
-
-from forecast_env.cli.main import main as cli_main
 from forecast_env.envs.events import build_events, import_questions, load_events
 from forecast_env.envs.questions import read_questions
-from forecast_env.errors import EventsError
 from hand_cache import MARKET_ONLY, HandCache, wiggle
+
+from forecast_env.cli.main import main as cli_main
+from forecast_env.errors import EventsError
 
 GOOD = {"id": "a1", "question": "Will the Veltria budget pass?", "options": ["Yes", "No"],
         "open_date": "2026-03-05", "close_date": "2026-03-30", "resolved_option": "No",

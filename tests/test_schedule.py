@@ -6,10 +6,9 @@ import math
 from datetime import date, timedelta
 
 import numpy as np
+from forecast_env.envs.schedule import build_schedule, total_variation
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from forecast_env.envs.schedule import build_schedule, total_variation
 
 S = date(2025, 7, 1)
 
@@ -28,9 +27,9 @@ def test_t_q_and_bins_follow_array_split():
         s = build_schedule(S, grid[-1], ["Yes", "No"], {}, "Yes", {}, counts)
         assert len(s.steps) == t_q
         starts = np.cumsum([0] + sizes[:-1])
-        assert [st.forecast_date for st in s.steps] == [elig[i] for i in starts]
-        assert [st.step for st in s.steps] == list(range(1, t_q + 1))
-        assert all(st.steps_total == t_q for st in s.steps)
+        assert [x.forecast_date for x in s.steps] == [elig[i] for i in starts]
+        assert [x.step for x in s.steps] == list(range(1, t_q + 1))
+        assert all(x.steps_total == t_q for x in s.steps)
 
 
 def test_highest_score_in_each_bin():
@@ -40,7 +39,7 @@ def test_highest_score_in_each_bin():
     beliefs = {d: {"Yes": 0.5, "No": 0.5} for d in grid}
     beliefs[grid[10]] = {"Yes": 0.9, "No": 0.1}  # movement on day 10 and back on day 11
     s = build_schedule(S, grid[-1], ["Yes", "No"], {}, "Yes", beliefs, counts)
-    assert [st.forecast_date for st in s.steps] == [grid[3], grid[10]]
+    assert [x.forecast_date for x in s.steps] == [grid[3], grid[10]]
     assert s.steps[0].score == 0.5 * 0 + 0.5 * 1.0
     assert s.steps[1].score == 0.5 * 1.0 + 0.5 * 0.1
 
@@ -56,9 +55,9 @@ def test_late_legs_not_offered_and_unstarted_realized_leg_dates_dropped():
     starts = {"A": S, "B": S + timedelta(days=4), "C": S + timedelta(days=9)}
     s = build_schedule(S, grid[-1], ["A", "B", "C"], starts, "B", {}, {d: 1 for d in grid})
     assert s.dropped_dates == grid[:4]
-    assert all(st.forecast_date >= starts["B"] for st in s.steps)
-    for st in s.steps:
-        assert st.options == [o for o in ("A", "B", "C") if starts[o] <= st.forecast_date]
+    assert all(x.forecast_date >= starts["B"] for x in s.steps)
+    for step in s.steps:
+        assert step.options == [o for o in ("A", "B", "C") if starts[o] <= step.forecast_date]
     assert len(s.eligible) == 14 and len(s.steps) == 2
 
 

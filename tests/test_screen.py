@@ -9,11 +9,19 @@ from datetime import date
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-
 from forecast_env.envs.screen import (
-    EVENT_VIEW_KEYS, FORBIDDEN_QUERY_WORDS, ChatClient, LLMDecomposer, LLMJudge, OfflineJudge, decompose_offline,
-    make_event_view, parse_json_object, screen_event,
+    EVENT_VIEW_KEYS,
+    FORBIDDEN_QUERY_WORDS,
+    ChatClient,
+    LLMDecomposer,
+    LLMJudge,
+    OfflineJudge,
+    decompose_offline,
+    make_event_view,
+    parse_json_object,
+    screen_event,
 )
+
 from forecast_env.errors import EndpointError
 
 VIEW = make_event_view("Who will win the 2026 Veltria presidential election?",
@@ -68,7 +76,7 @@ class _Server:
         outer = self
 
         class H(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((self.path, body))
                 status, content = outer.script.pop(0) if outer.script else (500, "")

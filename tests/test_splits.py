@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from forecast_env.envs.splits import Splits
 
 from forecast_env.config import load_config
-from forecast_env.envs.splits import Splits
 from forecast_env.errors import ConfigError
 
 

@@ -165,8 +165,10 @@ def read_index(path: Path) -> faiss.Index:
     """Open a month shard memory-mapped and read-only (falls back to reading it whole)."""
     if not Path(path).exists():
         raise WorkspaceError(f"{path}: missing dense index shard; rebuild with `{REBUILD}`")
+    # IO_FLAG_MMAP_IFC maps the codes of flat indices (IO_FLAG_MMAP alone maps only inverted lists)
+    flags = getattr(faiss, "IO_FLAG_MMAP_IFC", faiss.IO_FLAG_MMAP) | faiss.IO_FLAG_READ_ONLY
     try:
-        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        return faiss.read_index(str(path), flags)
     except RuntimeError:
         try:
             return faiss.read_index(str(path))

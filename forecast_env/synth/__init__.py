@@ -9,4 +9,4 @@ See `generate.synthesize` for the layout written and `presets.PRESETS` for the s
 from forecast_env.synth.generate import synthesize
 from forecast_env.synth.presets import PRESETS, Preset
 
-__all__ = ["synthesize", "PRESETS", "Preset"]
+__all__ = ["PRESETS", "Preset", "synthesize"]

@@ -7,7 +7,7 @@ pyarrow), plus the real news of the preset's few events, so retrieval has someth
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +64,7 @@ def write_bench_articles(out: Path, events: list[Event], preset: Preset, seed: i
         from tqdm import tqdm
 
         it = tqdm(months, desc="bench shards", unit="month", leave=False)
+    spill = None
     for m in it:
         nxt = date(m.year + (m.month == 12), m.month % 12 + 1, 1)
         sel = (days >= np.datetime64(m)) & (days < np.datetime64(nxt))
@@ -118,9 +119,12 @@ def write_bench_articles(out: Path, events: list[Event], preset: Preset, seed: i
         extra = [d for d in ev_docs if m <= d.t_true.date() < nxt]
         if extra:
             tab = pa.concat_tables([tab, _event_rows(extra, seed)])
+        if spill is not None:
+            tab = pa.concat_tables([tab, spill])
         # rows whose assigned day fell into the next month (mod/crawl later than pub) move with it
-        tab = tab.filter(pc.and_(pc.greater_equal(tab["day"], pa.scalar(m, pa.date32())),
-                                 pc.less(tab["day"], pa.scalar(nxt, pa.date32()))))
+        later = pc.greater_equal(tab["day"], pa.scalar(nxt, pa.date32()))
+        spill = tab.filter(later)
+        tab = tab.filter(pc.invert(later))
         tab = tab.sort_by([("day", "ascending"), ("doc_id", "ascending")])
         pq.write_table(tab, root / f"{m.year:04d}-{m.month:02d}.parquet", compression="zstd")
         total += tab.num_rows

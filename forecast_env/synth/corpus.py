@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 from forecast_env.synth import grammar as g
 from forecast_env.synth import pages as pg
 from forecast_env.synth import planted
@@ -62,7 +64,7 @@ class Doc:
     status: str = "200 OK"
     content_type: str = "text/html"
     raw_payload: bytes | None = None
-    same_as: "Doc | None" = None  # URL variant: identical page bytes
+    same_as: Doc | None = None  # URL variant: identical page bytes
     truncated: bool = False
     # filled by render()
     markup: pg.DateMarkup | None = None
@@ -81,11 +83,11 @@ def make_url(rng: random.Random, host: str, title: str, section: str, key: objec
     num = str(g.stable_int("url", key) % 10**7).zfill(7)
     www = "www." if rng.random() < 0.7 else ""
     if date_path:
-        path = f"{section}/{date_path}/{_slug(title)}"
+        path = f"{section}/{date_path}/{_slug(title)}-{num}"
     else:
         path = rng.choice([f"{section}/{_slug(title)}-{num}", f"news/{num}/{_slug(title)}.html",
-                           f"{section}/{rng.choice(['2025', '2026'])}/{rng.randint(1, 12):02d}/"
-                           f"{_slug(title)}-{num}", f"article/{_slug(title, 6)}-{num}"])
+                           (f"{section}/{rng.choice(['2025', '2026'])}/{rng.randint(1, 12):02d}/"
+                            f"{_slug(title)}-{num}"), f"article/{_slug(title, 6)}-{num}"])
     return f"https://{www}{host}/{path}"
 
 
@@ -141,7 +143,7 @@ def event_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBook
             frac = min(max((t - ev.start) / (ev.close - ev.start), 0.0), 1.0)
             probs = ev.probs[ev.day_index(t.date())]
             probs = probs.copy()
-            probs[probs != probs] = 0.0  # legs not started yet carry no evidence
+            probs[np.isnan(probs)] = 0.0  # legs not started yet carry no evidence
             if probs.sum() <= 0:
                 probs[:] = 1.0
             preview = i < n_prev
@@ -239,16 +241,16 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
                   crawl=t + timedelta(days=14, hours=rng.randint(1, 20)))
         upd = t + timedelta(days=10)
         d.paragraphs = d.paragraphs + [
-            f"Updated {upd.strftime('%B')} {upd.day}, {upd.year}: officials confirmed the final "
-            f"figures on {upd.strftime('%A')} and said no further changes were expected."]
+            (f"Updated {upd.strftime('%B')} {upd.day}, {upd.year}: officials confirmed the final "
+             f"figures on {upd.strftime('%A')} and said no further changes were expected.")]
         out.append(d)
         t = when()
         d = fresh("leak", t, leak=True, source="pub", decoys=False,
                   crawl=t + timedelta(days=12, hours=rng.randint(1, 20)))
         v = t + timedelta(days=8)
         d.paragraphs = d.paragraphs[:2] + [
-            f"On {v.strftime('%B')} {v.day}, the committee voted to approve the plan, and the first "
-            f"contracts were signed the same afternoon."] + d.paragraphs[2:]
+            (f"On {v.strftime('%B')} {v.day}, the committee voted to approve the plan, and the first "
+             f"contracts were signed the same afternoon.")] + d.paragraphs[2:]
         out.append(d)
         # timezone offsets whose local day differs from the UTC day
         for off, hh in ((timedelta(hours=5, minutes=30), 20), (timedelta(hours=-4), 2)):
@@ -265,7 +267,7 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         for orig in news[c * 7 : c * 7 + 2]:
             ev = next(e for e in events if e.event_id == orig.event_id)
             probs = ev.probs[ev.day_index(orig.t_true.date())].copy()
-            probs[probs != probs] = 0.0
+            probs[np.isnan(probs)] = 0.0
             more = event_article(rng, ev.scenario, ev.facts, probs / probs.sum(), 0.5)
             have = set(" ".join(orig.paragraphs).split(". "))
             extra = [p for p in more.paragraphs[1:] if not set(p.split(". ")) & have]
@@ -294,7 +296,7 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         for orig in [d for d in pool if d.kind == "event_news"][c * 7 + 3 : c * 7 + 5]:
             ev = next(e for e in events if e.event_id == orig.event_id)
             probs = ev.probs[ev.day_index(orig.t_true.date())].copy()
-            probs[probs != probs] = 0.0
+            probs[np.isnan(probs)] = 0.0
             text = event_article(rng, ev.scenario, ev.facts, probs / probs.sum(), 0.5)
             title = titles.claim(rng, text.title, ev.facts.slots["city"])
             rel = _text_doc(rng, "related", Text(title, text.summary, text.paragraphs),
@@ -392,7 +394,6 @@ COVERAGE = ([("pub", r, None) for r in pg.PUB_RULES] + [("mod", None, r) for r i
 
 def assign_urls(docs: list[Doc], seed: int) -> None:
     """Fix each document's date layout (markup) and URL; variants copy their original's."""
-    rng = g.sub_rng(seed, "urls")
     cov = 0
     for i, d in enumerate(docs):
         if d.same_as is not None:

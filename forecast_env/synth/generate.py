@@ -27,7 +27,7 @@ def event_truth(ev: Event) -> dict:
         "type": ev.type,
         "options": list(ev.options),
         "label": label,
-        "split": ev.split if not ev.plant or ev.plant in ("crossing", "outside") else ev.split,
+        "split": ev.split,
         "category": ev.scenario.category,
         "late_legs": late,
         "title": ev.facts.title,

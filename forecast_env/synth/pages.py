@@ -11,9 +11,7 @@ import html
 import json
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-
-UTC = timezone.utc
+from datetime import UTC, datetime, timedelta
 
 PUB_RULES = ["jsonld_datePublished", "jsonld_dateCreated", "meta_article_published_time",
              "meta_og_published_time", "itemprop_datePublished", "meta_name_date", "time_pubdate",

@@ -185,7 +185,7 @@ def quality_pages(city: str, person: str) -> list[tuple[str, str, list[str]]]:
         "Local fishermen, who had worried that the construction would disrupt their moorings for a whole season, said that the contractors had kept them informed and that the disruption had been far smaller than they had feared at the start of the project.",
     ]))
     pages.append(("fineweb_punct_lines", f"What is on in {city} this week", [
-        f"Open air cinema returns to the park with a season of classic films for the whole family",
+        "Open air cinema returns to the park with a season of classic films for the whole family",
         "Farmers market moves to the old station yard while the square is resurfaced",
         "Jazz quartet from the conservatory plays a free lunchtime concert at the library",
         "Photography exhibition on the history of the harbor opens at the town museum",

@@ -73,12 +73,12 @@ def event_article(
     q = q / q.sum()
 
     def draw_opt() -> tuple[int, str, str]:
-        k = int(rng.choices(range(len(opts)), weights=q.tolist())[0])
+        k = rng.choices(range(len(opts)), weights=q.tolist())[0]
         others = [o for i, o in enumerate(opts) if i != k]
         return k, opts[k], rng.choice(others)
 
     sentences: list[str] = []
-    n_evid = 2 + int(round(3 * frac)) + rng.randint(0, 1)
+    n_evid = 2 + round(3 * frac) + rng.randint(0, 1)
     if preview:
         n_evid = max(1, n_evid - 2)
     if sc.kind == "yesno":

@@ -11,7 +11,7 @@ import gzip
 import io
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -35,7 +35,7 @@ def record_id(seed: int, *parts: object) -> str:
 
 
 def warc_date(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _member(write) -> bytes:
@@ -48,7 +48,7 @@ def _member(write) -> bytes:
 def write_warc(path: Path, records: list[Record], seed: int, truncate_last: bool = False) -> list[int]:
     """Write `records` after a warcinfo record; returns each response record's byte offset."""
     name = path.name
-    first = records[0].crawl if records else datetime(2025, 3, 1, tzinfo=timezone.utc)
+    first = records[0].crawl if records else datetime(2025, 3, 1, tzinfo=UTC)
 
     def info(w: WARCWriter) -> None:
         body = (f"software: forecast-env synth\r\nformat: WARC File Format 1.0\r\n"
@@ -79,6 +79,6 @@ def write_warc(path: Path, records: list[Record], seed: int, truncate_last: bool
         pos += len(m)
     if truncate_last and len(out) > 1:
         last = out[-1]
-        out[-1] = last[: max(len(last) * 2 // 5, 20)]
+        out[-1] = last[: min(len(last) - 1, 40)]  # inside the WARC headers: the record is lost
     path.write_bytes(b"".join(out))
     return offsets

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 
@@ -18,7 +18,6 @@ from forecast_env.synth import grammar as g
 from forecast_env.synth.presets import Preset
 from forecast_env.synth.scenarios import SCENARIOS, Facts, Scenario
 
-UTC = timezone.utc
 CORPUS_START = date(2025, 3, 1)
 CORPUS_END = date(2026, 5, 31)
 TRAIN = (date(2025, 6, 1), date(2026, 3, 1))
@@ -283,12 +282,12 @@ def _two(p_winner: np.ndarray, winner: int) -> np.ndarray:
 def _clarification(rng: random.Random, facts: Facts, d: date) -> str:
     subj = facts.slots["subj_short"]
     text = rng.choice([
-        f"If {subj} is postponed beyond {facts.slots['when']}, this market will remain open until the "
-        f"rescheduled date, up to thirty days later.",
-        f"The resolution source for {subj} is the official announcement; unofficial projections will "
-        f"not be used.",
-        f"A recount or appeal concerning {subj} will not delay resolution unless the official result "
-        f"is formally suspended.",
+        (f"If {subj} is postponed beyond {facts.slots['when']}, this market will remain open until "
+         f"the rescheduled date, up to thirty days later."),
+        (f"The resolution source for {subj} is the official announcement; unofficial projections "
+         f"will not be used."),
+        (f"A recount or appeal concerning {subj} will not delay resolution unless the official "
+         f"result is formally suspended."),
     ])
     if rng.random() < 0.5:
         return f"\n\nUpdate ({d.isoformat()}): {text}"

@@ -1,0 +1,269 @@
+"""Run reports (SPEC section 7): Markdown, a self-contained HTML page with PNG plots, and JSON.
+
+`build_report(run_dir)` reads only the run directory (forecasts, notebook, events and market tables
+written by the runner), so a report can be rebuilt anywhere. The Markdown is deterministic (no
+clock, fixed bootstrap seed, fixed number formats): the golden-file test pins it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from forecast_env.config import load_config
+from forecast_env.errors import RunError
+from forecast_env.eval import metrics
+from forecast_env.eval.calibration import decompose
+from forecast_env.eval.evidence import evidence_diagnostics
+from forecast_env.eval.skill import date_scores, skill_leaderboard
+from forecast_env.store import atomic_write_json, atomic_write_text
+
+Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", title, relpath)
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------------------------
+
+
+def load_run(run_dir: str | Path) -> dict[str, Any]:
+    """The tables of a run directory, forecasts and market joined with event type and category."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "forecasts.parquet").exists():
+        raise RunError(f"{run_dir}: no forecasts.parquet; is this a run directory (WS/runs/<run_id>)? "
+                       "Create one with `forecast-env run`")
+    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    forecasts = pl.read_parquet(run_dir / "forecasts.parquet")
+    events = pl.read_parquet(run_dir / "events.parquet") if (run_dir / "events.parquet").exists() else None
+    market = pl.read_parquet(run_dir / "market.parquet") if (run_dir / "market.parquet").exists() else None
+    notebook = pl.read_parquet(run_dir / "notebook.parquet") if (run_dir / "notebook.parquet").exists() else None
+    if events is not None and events.height:
+        cols = events.select("event_id", "type", "category")
+        forecasts = forecasts.join(cols, on="event_id", how="left")
+        if market is not None:
+            market = market.join(cols, on="event_id", how="left")
+    else:
+        forecasts = forecasts.with_columns(
+            type=pl.when(pl.col("options").list.len() == 2).then(pl.lit("binary")).otherwise(pl.lit("multi")),
+            category=pl.lit(None, pl.String))
+    return {"meta": meta, "forecasts": forecasts, "market": market, "notebook": notebook, "events": events}
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting
+# ---------------------------------------------------------------------------------------------
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    if isinstance(x, (int,)) and not isinstance(x, bool):
+        return str(x)
+    return f"{float(x):.{digits}f}"
+
+
+def _ci(est: Mapping[str, Any] | None, digits: int = 4) -> str:
+    if not est or est.get("value") is None or not math.isfinite(est["value"]):
+        return "-"
+    return f"{_num(est['value'], digits)} [{_num(est['lo'], digits)}, {_num(est['hi'], digits)}]"
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    out: list[str] = []
+    for b in blocks:
+        if b[0] == "h1":
+            out.append(f"# {b[1]}\n")
+        elif b[0] == "h2":
+            out.append(f"## {b[1]}\n")
+        elif b[0] == "p":
+            out.append(f"{b[1]}\n")
+        elif b[0] == "table":
+            headers, rows = b[1], b[2]
+            out.append("| " + " | ".join(headers) + " |")
+            out.append("|" + "|".join("---" for _ in headers) + "|")
+            for r in rows:
+                out.append("| " + " | ".join(str(c) for c in r) + " |")
+            out.append("")
+        elif b[0] == "img":
+            out.append(f"![{b[1]}]({b[2]})\n")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_html(blocks: list[Block], base: Path, title: str) -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
+             "text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}</style>",
+             "</head><body>"]
+    for b in blocks:
+        if b[0] in ("h1", "h2"):
+            parts.append(f"<{b[0]}>{html.escape(b[1])}</{b[0]}>")
+        elif b[0] == "p":
+            parts.append(f"<p>{html.escape(b[1])}</p>")
+        elif b[0] == "table":
+            parts.append("<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in b[1]) + "</tr>")
+            for r in b[2]:
+                parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+            parts.append("</table>")
+        elif b[0] == "img":
+            path = base / b[2]
+            if path.exists():
+                data = base64.b64encode(path.read_bytes()).decode("ascii")
+                parts.append(f"<figure><img alt='{html.escape(b[1])}' src='data:image/png;base64,{data}'>"
+                             f"<figcaption>{html.escape(b[1])}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# the analysis
+# ---------------------------------------------------------------------------------------------
+
+
+def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_kind: str = "log") -> dict[str, Any]:
+    """Every number of the report, as plain data (report.json)."""
+    f, market, notebook = run["forecasts"], run["market"], run["notebook"]
+    scored = metrics.scored(f)
+    out: dict[str, Any] = {
+        "agents": metrics.agent_table(f, market, boot),
+        "by_type": metrics.group_table(f, market, "type", boot),
+        "by_category": metrics.group_table(f, market, "category", boot),
+        "step_thirds": metrics.step_thirds(f, market, boot),
+        "paired": metrics.paired_table(f, boot),
+        "base_rate": metrics.base_rate_reference(f, boot),
+    }
+    cal = {}
+    for agent in sorted(scored["agent"].unique().to_list()):
+        cal[agent] = {k: v.to_dict() for k, v in decompose(scored.filter(pl.col("agent") == agent), n_bins).items()}
+    if market is not None and market.height:
+        cal[metrics.MARKET] = {k: v.to_dict() for k, v in decompose(market, n_bins).items()}
+    out["calibration"] = cal
+    sk = skill_leaderboard(date_scores(f, skill_kind), anchor="uniform", draws=boot.draws, seed=boot.seed,
+                           level=boot.level)
+    out["skill"] = {"kind": skill_kind, "lambda": sk.lam, "sigma_err": sk.sigma_err, "sigma_skill": sk.sigma_skill,
+                    "anchor": sk.anchor, "table": sk.table.to_dicts()}
+    if notebook is not None and scored.height:
+        ev = evidence_diagnostics(f, notebook, boot.draws, boot.seed, boot.level)
+        out["evidence"] = {"per_agent": ev.per_agent.to_dicts(), "quartiles": ev.quartiles.to_dicts(),
+                           "cut_points": ev.cut_points, "spearman": ev.spearman}
+    return out
+
+
+def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots: Mapping[str, str]) -> list[Block]:
+    pct = f"{round(level * 100)}%"
+    run_id = meta.get("run_id", "?")
+    b: list[Block] = [("h1", f"Benchmark report: run {run_id}")]
+    b.append(("p", f"Split `{meta.get('split', '?')}`, {len(meta.get('event_ids') or [])} events, "
+                   f"{meta.get('rollouts', '?')} rollout(s), seed {meta.get('seed', '?')}; corpus snapshot "
+                   f"`{meta.get('corpus_snapshot_id')}`. Intervals: {pct} percentile, event-clustered bootstrap, "
+                   "events weighted equally (rollouts, then dates, averaged within an event)."))
+    b.append(("h2", "Scores"))
+    rows = [[r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), _ci(r["log_vs_market"]) if r["log_vs_market"] else "-",
+             r["n_forecasts"], r["missing"], r["fallbacks"], r["n_events"]] for r in res["agents"]]
+    b.append(("table", ["agent", "Brier", "accuracy", "log vs market", "forecasts", "missing", "fallbacks", "events"],
+              rows))
+    b.append(("p", "Brier on [0, 2] (lower is better); accuracy with fractional ties; log vs market = "
+                   "ln p(Y) - ln m(Y) (positive favours the agent). The market row uses complete belief vectors "
+                   "on the same forecast dates. Missing reports (infrastructure failures) are not scored."))
+    for key, title in (("by_type", "By option count"), ("by_category", "By category")):
+        b.append(("h2", title))
+        b.append(("table", ["group", "agent", "Brier", "accuracy", "forecasts"],
+                  [[r["group"], r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), r["n_forecasts"]] for r in res[key]]))
+        if key == "by_category" and "category" in plots:
+            b.append(("img", "Brier by category", plots["category"]))
+    b.append(("h2", "By relative step position"))
+    b.append(("p", "Position (t-1)/(T_e-1) in thirds; agent dates with a market price, market dates with a "
+                   "complete vector; only events represented in all three thirds."))
+    b.append(("table", ["agent", "third", "events", "Brier", "log vs market"],
+              [[r["agent"], r["third"], r["n_events"], _ci(r["brier"]), _ci(r["log_vs_market"])]
+               for r in res["step_thirds"]]))
+    if "thirds" in plots:
+        b.append(("img", "Score by step third", plots["thirds"]))
+    b.append(("h2", "Calibration (Murphy decomposition, 10 bins)"))
+    b.append(("p", "Binary events: P(first option); multi-option events: one-vs-rest over (option, forecast) pairs. "
+                   "Brier = REL - RES + UNC + WBV - 2 WBC (within-bin variance and covariance)."))
+    cal_rows = []
+    for agent, parts in res["calibration"].items():
+        for kind in ("binary", "multi", "all"):
+            d = parts[kind]
+            if d["n"]:
+                cal_rows.append([agent, kind, d["n"], _num(d["brier"]), _num(d["reliability"]), _num(d["resolution"]),
+                                 _num(d["uncertainty"]), _num(d["within_variance"]), _num(d["within_covariance"])])
+    b.append(("table", ["agent", "pairs", "n", "Brier", "REL", "RES", "UNC", "WBV", "WBC"], cal_rows))
+    if "reliability" in plots:
+        b.append(("img", "Reliability diagrams", plots["reliability"]))
+    b.append(("h2", "Paired differences"))
+    b.append(("p", "A minus B on the (event, date) forecasts both made; negative Brier difference favours A; "
+                   "* = interval excludes 0."))
+    b.append(("table", ["A", "B", "Brier difference", "events", "significant"],
+              [[r["a"], r["b"], _ci(r), r["n_events"], "*" if r["significant"] else ""] for r in res["paired"]]))
+    br = res["base_rate"]
+    b.append(("h2", "Base-rate reference"))
+    b.append(("p", "Constant forecast of the empirical label frequency by option position within each stratum "
+                   "(binary / K options) of the evaluated events; Delta_BR = reference Brier - agent Brier "
+                   "(positive = the agent beats the base rate; * = interval excludes 0)."))
+    b.append(("table", ["agent", "reference Brier", "Delta_BR", "events", "beats"],
+              [[r["agent"], _num(r["ref_brier"]), _ci(r), r["n_events"], "*" if r["beats_base_rate"] else ""]
+               for r in br.get("agents", [])]))
+    sk = res["skill"]
+    b.append(("h2", "Skill leaderboard"))
+    b.append(("p", f"Ridge regression on head-to-head {sk['kind']}-score differences per event (weights: share of "
+                   f"the event's dates both forecast); lambda = sigma_err^2 / sigma_skill^2 = {_num(sk['lambda'])} "
+                   f"(sigma_err {_num(sk['sigma_err'])}, sigma_skill {_num(sk['sigma_skill'])}); anchored at "
+                   f"{sk['anchor'] or 'mean 0'} = 0; {pct} intervals from events resampled."))
+    b.append(("table", ["agent", "skill", "events", "matchups"],
+              [[r["agent"], _ci({"value": r["skill"], "lo": r["lo"], "hi": r["hi"]}), r["n_events"], r["n_matchups"]]
+               for r in sk["table"]]))
+    if "skill" in plots:
+        b.append(("img", "Skill with intervals", plots["skill"]))
+    ev = res.get("evidence")
+    if ev:
+        b.append(("h2", "Evidence diagnostics (memory-on notebooks)"))
+        b.append(("p", "kappa = capture slope against the leave-one-agent-out availability index A; G = first minus "
+                       "last Brier (positive = improvement); searches / opens per forecast date."))
+        b.append(("table", ["agent", "kappa", "G", "searches", "opens"],
+                  [[r["agent"], _num(r["kappa"]), _ci({"value": r["G"], "lo": r["G_lo"], "hi": r["G_hi"]}),
+                    _num(r["searches"], 2), _num(r["opens"], 2)] for r in ev["per_agent"]]))
+        b.append(("p", "Brier change between consecutive forecasts by quartile of A (cut points "
+                       + ", ".join(_num(c) for c in ev["cut_points"]) + "):"))
+        b.append(("table", ["quartile", "A range", "Brier change", "events"],
+                  [[f"Q{r['quartile']}", f"{_num(r['lo_cut'], 2)}-{_num(r['hi_cut'], 2)}",
+                    _ci({"value": r["d_brier"], "lo": r["lo"], "hi": r["hi"]}), r["n_events"]]
+                   for r in ev["quartiles"]]))
+        rho = ev["spearman"]
+        b.append(("p", f"Spearman with G across agents: kappa {_num(rho['kappa'], 3)}, searches "
+                       f"{_num(rho['searches'], 3)}, opens {_num(rho['opens'], 3)}."))
+        if "evidence" in plots:
+            b.append(("img", "Evidence capture vs improvement", plots["evidence"]))
+    return b
+
+
+def build_report(run_dir: str | Path, out: str | Path | None = None, config: Mapping[str, Any] | None = None,
+                 plots: bool = True) -> dict[str, Any]:
+    """Write report.md, report.html (plots embedded), report.json and plots/*.png; returns their paths."""
+    run_dir = Path(run_dir)
+    out_dir = Path(out) if out is not None else run_dir
+    cfg = load_config("benchmark", overrides=dict(config or {}))
+    boot = metrics.Boot(int(cfg["bootstrap"]["draws"]), int(cfg["bootstrap"]["seed"]), float(cfg["bootstrap"]["level"]))
+    run = load_run(run_dir)
+    res = analyse(run, boot, int(cfg["calibration_bins"]))
+    plot_paths: dict[str, str] = {}
+    if plots:
+        from forecast_env.eval.plots import draw_plots
+
+        plot_paths = draw_plots(res, out_dir / "plots")
+    blocks = _blocks(res, run["meta"], boot.level, plot_paths)
+    md = render_markdown(blocks)
+    paths = {"markdown": out_dir / "report.md", "html": out_dir / "report.html", "json": out_dir / "report.json",
+             "plots": [out_dir / p for p in plot_paths.values()]}
+    atomic_write_text(paths["markdown"], md)
+    atomic_write_text(paths["html"], render_html(blocks, out_dir, f"Run {run['meta'].get('run_id', '')}"))
+    atomic_write_json(paths["json"], res)
+    return paths

@@ -1,0 +1,96 @@
+"""`forecast-env run | report | export`: benchmark runs, their reports, training-data export."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from forecast_env.cli.common import add_common, section_config
+from forecast_env.errors import RunError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run agents over a split's events (parallel, resumable); prints the run dir")
+    p.add_argument("--workspace", required=True, help="workspace with corpus, index and events")
+    p.add_argument("--agents", default=None, help="comma-separated agents (default: benchmark.agents), "
+                                                  "e.g. uniform,base_rate,retrieval,llm")
+    p.add_argument("--split", default=None, choices=["train", "eval", "all"])
+    p.add_argument("--rollouts", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--workers", type=int, default=None, help="parallel episodes (default: number of cores)")
+    p.add_argument("--engine", default=None, choices=["local", "ray"])
+    p.add_argument("--run-id", default=None, help="name of the run; rerun with the same id to resume")
+    p.add_argument("--events", default=None, help="comma-separated event ids (default: every event of the split)")
+    p.add_argument("--env-set", dest="env_overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one environment setting, e.g. --env-set memory=false")
+    p.add_argument("--no-progress", action="store_true")
+    add_common(p)
+    p.set_defaults(func=run_cmd)
+
+    p = sub.add_parser("report", help="build report.md / report.html / report.json of a run")
+    p.add_argument("--run", default=None, help="run directory WS/runs/ID")
+    p.add_argument("--workspace", default=None)
+    p.add_argument("--run-id", default=None)
+    p.add_argument("--out", default=None, help="output folder (default: the run directory)")
+    add_common(p)
+    p.set_defaults(func=report_cmd)
+
+    p = sub.add_parser("export", help="export one split's prompts (and a run's trajectories) as training data")
+    p.add_argument("--workspace", required=True)
+    p.add_argument("--split", required=True, choices=["train", "eval"])
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--run-id", default=None, help="also export this run's trajectories (episodes of the split)")
+    p.add_argument("--no-text", action="store_true", help="doc ids only: drop article text from tool results")
+    p.add_argument("--format", default="hf,parquet,jsonl", help="comma-separated: hf, parquet, jsonl")
+    add_common(p)
+    p.set_defaults(func=export_cmd)
+
+
+def run_cmd(args: argparse.Namespace) -> int:
+    from forecast_env.config import load_config
+    from forecast_env.eval.runner import run_benchmark
+
+    bench = section_config(args, "benchmark")
+    env_cfg = load_config("env", overrides=args.env_overrides)
+    agents = [a.strip() for a in args.agents.split(",") if a.strip()] if args.agents else None
+    events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
+    run_dir = run_benchmark(args.workspace, agents, split=args.split, rollouts=args.rollouts, seed=args.seed,
+                            workers=args.workers, engine=args.engine, run_id=args.run_id, config=bench,
+                            progress=not args.no_progress, event_ids=events, env_config=env_cfg)
+    print(f"run directory: {run_dir}")
+    print(f"next: forecast-env report --run {run_dir}")
+    return 0
+
+
+def _run_dir(args: argparse.Namespace) -> Path:
+    if args.run:
+        return Path(args.run)
+    if args.workspace and args.run_id:
+        from forecast_env.store import Workspace
+
+        return Workspace.at(args.workspace).runs_dir / args.run_id
+    raise RunError("give --run WS/runs/ID, or --workspace WS with --run-id ID")
+
+
+def report_cmd(args: argparse.Namespace) -> int:
+    from forecast_env.eval.report import build_report
+
+    run_dir = _run_dir(args)
+    if not run_dir.is_dir():
+        raise RunError(f"{run_dir}: no such run directory; runs live under WS/runs/")
+    paths = build_report(run_dir, out=args.out, config=section_config(args, "benchmark"))
+    print(Path(paths["markdown"]).read_text())
+    print(f"markdown: {paths['markdown']}\nhtml:     {paths['html']}\njson:     {paths['json']}")
+    return 0
+
+
+def export_cmd(args: argparse.Namespace) -> int:
+    from forecast_env.eval.export import export
+
+    summary = export(args.workspace, args.split, args.out, run_id=args.run_id,
+                     formats=[f for f in args.format.split(",") if f.strip()], include_text=not args.no_text,
+                     progress=True)
+    for name, paths in summary["paths"].items():
+        for fmt, path in paths.items():
+            print(f"{name:13s} {fmt:8s} {path}")
+    return 0
