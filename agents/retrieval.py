@@ -10,7 +10,8 @@ summaries, opened bodies), weighted by recency (half-life in days), and counts g
 words: positive ("expected to", "leads", "favored", "ahead", "secured", "backing"...) minus
 negative ("unlikely", "trails", "doubts", "rejected", "injury", "delayed"...); a cue preceded by a
 negation ("not", "no longer") flips. Multi-option / named-option events: a sentence's cue balance
-(plus a small mention bonus) goes to the option mentioned first in it (the sentence's subject);
+(plus a small mention bonus, except in cue-less lists of several options) goes to the option
+mentioned first in it (the sentence's subject);
 softmax over options. Yes/No events: the cue balance of sentences in documents about the
 question's subject; logistic. Both are shrunk toward the uniform forecast.
 """
@@ -145,14 +146,19 @@ def score_options(
     for doc in docs.values():
         w = weight(doc)
         for sent in split_sentences(text_of(doc)):
-            first, first_pos = None, None
+            first, first_pos, mentioned = None, None, 0
             for i, pat in enumerate(patterns):
                 m = pat.search(sent)
-                if m and (first_pos is None or m.start() < first_pos):
-                    first, first_pos = i, m.start()
+                if m:
+                    mentioned += 1
+                    if first_pos is None or m.start() < first_pos:
+                        first, first_pos = i, m.start()
             if first is None:
                 continue
-            scores[first] += w * (0.5 + cue_balance(sent))
+            balance = cue_balance(sent)
+            if mentioned > 1 and balance == 0:
+                continue  # a plain list of contenders says nothing about any of them
+            scores[first] += w * (0.5 + balance)
             mass += w
     if mass == 0:
         return uniform_probabilities(options)

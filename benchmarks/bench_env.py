@@ -18,15 +18,13 @@ import os
 import random
 import tempfile
 import time
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-WORDS = ("senate budget vote election candidate poll storm harbor factory chip export tariff court ruling "
-         "merger bank rate inflation strike union minister treaty summit border oil price drought crop "
-         "league final match coach transfer vaccine trial approval launch rocket orbit satellite").split()
+WORDS = ["senate", "budget", "vote", "election", "candidate", "poll", "storm", "harbor", "factory", "chip", "export", "tariff", "court", "ruling", "merger", "bank", "rate", "inflation", "strike", "union", "minister", "treaty", "summit", "border", "oil", "price", "drought", "crop", "league", "final", "match", "coach", "transfer", "vaccine", "trial", "approval", "launch", "rocket", "orbit", "satellite"]
 QUERIES = ["senate budget vote", "election poll candidate", "storm harbor closure", "chip export tariff",
            "central bank rate decision", "court ruling merger", "oil price summit", "rocket launch orbit"]
 
@@ -34,9 +32,9 @@ QUERIES = ["senate budget vote", "election poll candidate", "storm harbor closur
 def build_workspace(root: Path, n_articles: int, n_events: int = 40, seed: int = 0) -> Path:
     """A generated workspace: articles over 90 days, an index, and binary events with 3 dates each."""
     import pyarrow as pa
+    from forecast_env.corpus_build.index import build_index
 
     from forecast_env import schema
-    from forecast_env.corpus_build.index import build_index
     from forecast_env.store import Workspace, atomic_write_table
 
     rng = random.Random(seed)
@@ -45,7 +43,7 @@ def build_workspace(root: Path, n_articles: int, n_events: int = 40, seed: int =
     rows = []
     for i in range(n_articles):
         day = start + timedelta(days=rng.randrange(90))
-        t = datetime(day.year, day.month, day.day, 9, tzinfo=timezone.utc)
+        t = datetime(day.year, day.month, day.day, 9, tzinfo=UTC)
         words = [rng.choice(WORDS) for _ in range(120)]
         rows.append({"doc_id": f"d{i:07d}", "url": f"https://example.org/{i}", "title": " ".join(words[:8]),
                      "summary": " ".join(words[8:30]), "body": ". ".join(" ".join(words[j:j + 12])
@@ -110,6 +108,7 @@ def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tup
 def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tuple[int, float]:
     """The same calls straight on the Searcher (plus scoring), without the environment."""
     from forecast_env.envs.forecast_env import load_episodes
+
     from forecast_env.retrieval import Searcher
     from forecast_env.scoring import score_report
 

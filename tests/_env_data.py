@@ -7,7 +7,7 @@ test_play (and the environment benchmark's fallback world).
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,7 +28,7 @@ TOPICS = [
 
 
 def _article(i: int, day: date, title: str, text: str, leak: bool = False) -> dict:
-    t = datetime(day.year, day.month, day.day, 12, tzinfo=timezone.utc)
+    t = datetime(day.year, day.month, day.day, 12, tzinfo=UTC)
     body = " ".join([text] * 6) + f" Report number {i} from {day.isoformat()}."
     return {
         "doc_id": f"doc{i:04d}", "url": f"https://news.example/{day.isoformat()}/{i}", "canonical_url": None,
@@ -59,7 +59,7 @@ def write_articles(ws: Workspace) -> list[dict]:
 
 
 def _ts(day: date) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def write_events(ws: Workspace) -> None:

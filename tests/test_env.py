@@ -9,14 +9,12 @@ from datetime import date
 from pathlib import Path
 
 import gymnasium
-import numpy as np
 import pyarrow as pa
 import pytest
+from _env_data import FUTURE_WORD, PRICE_DIGITS, build_workspace
 
 from forecast_env import schema
 from forecast_env.store import conform
-
-from _env_data import FUTURE_WORD, PRICE_DIGITS, build_workspace
 
 pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder (corpus_build/index.py) is missing")
 
@@ -541,3 +539,27 @@ def test_vector_envs(ws, kind):
         assert not any(json.loads(o)["error"] for o in obs)
     finally:
         venv.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end on the micro sample world
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_micro_world_episodes_see_no_future(micro_events):
+    from forecast_env.envs import ForecastEnv
+
+    env = ForecastEnv(micro_events, split="all")
+    for eid in env.event_ids[:6]:
+        observations, infos, reward = scripted_episode(env, event_id=eid)
+        assert math.isfinite(reward)
+        for obs, info in zip(observations, infos):
+            assert env.observation_space.contains(obs)
+            tr = info["tool_result"] or {}
+            assert all(h["day"] <= info["forecast_date"] for h in tr.get("hits", []))
+            if "body" in tr:
+                assert tr["day"] <= info["forecast_date"]
+            assert "label" not in json.loads(obs)
+        log = env.unwrapped.episode_log()
+        assert len(log["forecasts"]) == env.unwrapped.current_event.dates[0].steps_total

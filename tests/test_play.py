@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from _env_data import build_workspace
 
 from forecast_env.cli.main import main
 from forecast_env.cli.play import parse_command
-
-from _env_data import build_workspace
 
 pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder (corpus_build/index.py) is missing")
 

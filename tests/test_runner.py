@@ -136,3 +136,28 @@ def test_end_to_end_micro(micro_events, tmp_path):
     assert set(f["agent"]) == set(AGENTS) and f.height > 0
     paths = build_report(run_dir, out=tmp_path / "report")
     assert Path(paths["html"]).stat().st_size > 1000
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _synth_available(), reason="the sample-world generator has not landed")
+def test_acceptance_retrieval_beats_uniform_on_tiny(tmp_path_factory):
+    """Issue 7 acceptance: on the tiny world (>= 25 eval events, 3 seeds) retrieval beats uniform on
+    Brier with a paired, event-clustered 95% interval that excludes 0."""
+    from forecast_env.corpus_build.index import build_index
+    from forecast_env.corpus_build.pipeline import build_corpus
+    from forecast_env.envs.events import build_events
+    from forecast_env.eval.metrics import paired_difference
+    from forecast_env.synth import synthesize
+
+    root = tmp_path_factory.mktemp("tiny")
+    synthesize(root / "world", preset="tiny", seed=0, progress=False)
+    build_corpus(sorted((root / "world" / "news").glob("*.warc.gz")), root / "ws", workers=2, progress=False)
+    build_index(root / "ws", progress=False)
+    build_events(root / "world" / "polymarket", root / "ws", progress=False)
+    ids = pl.read_parquet(root / "ws" / "events" / "events.parquet").filter(pl.col("split") == "eval")
+    assert ids.height >= 25
+    for seed in (0, 1, 2):
+        run_dir = run_benchmark(root / "ws", ["uniform", "retrieval"], run_id=f"acc{seed}", seed=seed, workers=2,
+                                progress=False)
+        est = paired_difference(pl.read_parquet(run_dir / "forecasts.parquet"), "retrieval", "uniform")
+        assert est.n_events >= 25 and est.hi < 0, (seed, est)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from forecast_env.envs.notebook import Notebook, NotebookError
 from forecast_env.envs.tools import ActionError, check_args, parse_action, tool_specs
 

@@ -134,7 +134,7 @@ def _show_notebook(info: dict[str, Any], out: TextIO) -> None:
 
 def play(env: Any, stdin: TextIO, out: TextIO, seed: int | None = None, event_id: str | None = None) -> bool:
     """Run the REPL until the episode ends or input ends; True when the episode finished."""
-    obs, info = env.reset(seed=seed, options={"event_id": event_id} if event_id else None)
+    _, info = env.reset(seed=seed, options={"event_id": event_id} if event_id else None)
     print("forecast-env play: type `help` for the commands.", file=out)
     _header(info, out)
     step = info["step"]
@@ -149,7 +149,7 @@ def play(env: Any, stdin: TextIO, out: TextIO, seed: int | None = None, event_id
             continue
         if action is None:
             continue
-        obs, reward, terminated, truncated, info = env.step(action)
+        _, reward, terminated, _, info = env.step(action)
         _show_result(action["tool"], info, out)
         if terminated:
             print("\nEpisode finished. Scores per date (Brier: lower is better; 0 = certain and right):",

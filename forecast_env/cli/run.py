@@ -57,6 +57,15 @@ def run_cmd(args: argparse.Namespace) -> int:
     run_dir = run_benchmark(args.workspace, agents, split=args.split, rollouts=args.rollouts, seed=args.seed,
                             workers=args.workers, engine=args.engine, run_id=args.run_id, config=bench,
                             progress=not args.no_progress, event_ids=events, env_config=env_cfg)
+    if args.no_progress:  # the runner prints its summary table only with progress on
+        import json
+
+        import polars as pl
+
+        from forecast_env.eval.runner import format_summary
+
+        rec = json.loads((run_dir / "run.json").read_text())
+        print(format_summary(pl.DataFrame(rec["summary"]), rec))
     print(f"run directory: {run_dir}")
     print(f"next: forecast-env report --run {run_dir}")
     return 0
