@@ -21,7 +21,6 @@ from datetime import date
 
 import numpy as np
 import polars as pl
-
 from forecast_env.eval.bootstrap import DRAWS, LEVEL, SEED, Estimate, clustered_mean
 
 

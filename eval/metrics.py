@@ -17,8 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-
-from forecast_env.eval.bootstrap import DRAWS, LEVEL, SEED, Estimate, bootstrap_means, clustered_mean, event_means
+from forecast_env.eval.bootstrap import (
+    DRAWS,
+    LEVEL,
+    SEED,
+    Estimate,
+    bootstrap_means,
+    clustered_mean,
+    event_means,
+)
 
 MARKET = "market"
 BASE_RATE_REF = "base-rate reference"
@@ -185,5 +192,15 @@ def quick_summary(forecasts: pl.DataFrame) -> pl.DataFrame:
                                       "log_vs_market": pl.Float64, "n_forecasts": pl.Int64, "missing": pl.Int64})
 
 
-__all__ = ["Boot", "agent_table", "group_table", "step_thirds", "paired_difference", "paired_table",
-           "base_rate_reference", "quick_summary", "bootstrap_means", "MARKET"]
+__all__ = [
+    "MARKET",
+    "Boot",
+    "agent_table",
+    "base_rate_reference",
+    "bootstrap_means",
+    "group_table",
+    "paired_difference",
+    "paired_table",
+    "quick_summary",
+    "step_thirds",
+]

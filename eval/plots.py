@@ -10,9 +10,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from forecast_env.store import atomic_path  # noqa: E402
+from forecast_env.store import atomic_path
 
 
 def _ok(x: Any) -> bool:

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-
-from forecast_env.config import load_config
-from forecast_env.errors import RunError
 from forecast_env.eval import metrics
 from forecast_env.eval.calibration import decompose
 from forecast_env.eval.evidence import evidence_diagnostics
 from forecast_env.eval.skill import date_scores, skill_leaderboard
+
+from forecast_env.config import load_config
+from forecast_env.errors import RunError
 from forecast_env.store import atomic_write_json, atomic_write_text
 
 Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", title, relpath)
@@ -98,9 +98,9 @@ def render_markdown(blocks: list[Block]) -> str:
 
 def render_html(blocks: list[Block], base: Path, title: str) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             ("<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-             "text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}</style>",
+             "text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}</style>"),
              "</head><body>"]
     for b in blocks:
         if b[0] in ("h1", "h2"):
@@ -160,18 +160,18 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     pct = f"{round(level * 100)}%"
     run_id = meta.get("run_id", "?")
     b: list[Block] = [("h1", f"Benchmark report: run {run_id}")]
-    b.append(("p", f"Split `{meta.get('split', '?')}`, {len(meta.get('event_ids') or [])} events, "
+    b.append(("p", (f"Split `{meta.get('split', '?')}`, {len(meta.get('event_ids') or [])} events, "
                    f"{meta.get('rollouts', '?')} rollout(s), seed {meta.get('seed', '?')}; corpus snapshot "
                    f"`{meta.get('corpus_snapshot_id')}`. Intervals: {pct} percentile, event-clustered bootstrap, "
-                   "events weighted equally (rollouts, then dates, averaged within an event)."))
+                   "events weighted equally (rollouts, then dates, averaged within an event).")))
     b.append(("h2", "Scores"))
     rows = [[r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), _ci(r["log_vs_market"]) if r["log_vs_market"] else "-",
              r["n_forecasts"], r["missing"], r["fallbacks"], r["n_events"]] for r in res["agents"]]
     b.append(("table", ["agent", "Brier", "accuracy", "log vs market", "forecasts", "missing", "fallbacks", "events"],
               rows))
-    b.append(("p", "Brier on [0, 2] (lower is better); accuracy with fractional ties; log vs market = "
+    b.append(("p", ("Brier on [0, 2] (lower is better); accuracy with fractional ties; log vs market = "
                    "ln p(Y) - ln m(Y) (positive favours the agent). The market row uses complete belief vectors "
-                   "on the same forecast dates. Missing reports (infrastructure failures) are not scored."))
+                   "on the same forecast dates. Missing reports (infrastructure failures) are not scored.")))
     for key, title in (("by_type", "By option count"), ("by_category", "By category")):
         b.append(("h2", title))
         b.append(("table", ["group", "agent", "Brier", "accuracy", "forecasts"],
@@ -179,16 +179,16 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
         if key == "by_category" and "category" in plots:
             b.append(("img", "Brier by category", plots["category"]))
     b.append(("h2", "By relative step position"))
-    b.append(("p", "Position (t-1)/(T_e-1) in thirds; agent dates with a market price, market dates with a "
-                   "complete vector; only events represented in all three thirds."))
+    b.append(("p", ("Position (t-1)/(T_e-1) in thirds; agent dates with a market price, market dates with a "
+                   "complete vector; only events represented in all three thirds.")))
     b.append(("table", ["agent", "third", "events", "Brier", "log vs market"],
               [[r["agent"], r["third"], r["n_events"], _ci(r["brier"]), _ci(r["log_vs_market"])]
                for r in res["step_thirds"]]))
     if "thirds" in plots:
         b.append(("img", "Score by step third", plots["thirds"]))
     b.append(("h2", "Calibration (Murphy decomposition, 10 bins)"))
-    b.append(("p", "Binary events: P(first option); multi-option events: one-vs-rest over (option, forecast) pairs. "
-                   "Brier = REL - RES + UNC + WBV - 2 WBC (within-bin variance and covariance)."))
+    b.append(("p", ("Binary events: P(first option); multi-option events: one-vs-rest over (option, forecast) pairs. "
+                   "Brier = REL - RES + UNC + WBV - 2 WBC (within-bin variance and covariance).")))
     cal_rows = []
     for agent, parts in res["calibration"].items():
         for kind in ("binary", "multi", "all"):
@@ -200,24 +200,24 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     if "reliability" in plots:
         b.append(("img", "Reliability diagrams", plots["reliability"]))
     b.append(("h2", "Paired differences"))
-    b.append(("p", "A minus B on the (event, date) forecasts both made; negative Brier difference favours A; "
-                   "* = interval excludes 0."))
+    b.append(("p", ("A minus B on the (event, date) forecasts both made; negative Brier difference favours A; "
+                   "* = interval excludes 0.")))
     b.append(("table", ["A", "B", "Brier difference", "events", "significant"],
               [[r["a"], r["b"], _ci(r), r["n_events"], "*" if r["significant"] else ""] for r in res["paired"]]))
     br = res["base_rate"]
     b.append(("h2", "Base-rate reference"))
-    b.append(("p", "Constant forecast of the empirical label frequency by option position within each stratum "
+    b.append(("p", ("Constant forecast of the empirical label frequency by option position within each stratum "
                    "(binary / K options) of the evaluated events; Delta_BR = reference Brier - agent Brier "
-                   "(positive = the agent beats the base rate; * = interval excludes 0)."))
+                   "(positive = the agent beats the base rate; * = interval excludes 0).")))
     b.append(("table", ["agent", "reference Brier", "Delta_BR", "events", "beats"],
               [[r["agent"], _num(r["ref_brier"]), _ci(r), r["n_events"], "*" if r["beats_base_rate"] else ""]
                for r in br.get("agents", [])]))
     sk = res["skill"]
     b.append(("h2", "Skill leaderboard"))
-    b.append(("p", f"Ridge regression on head-to-head {sk['kind']}-score differences per event (weights: share of "
+    b.append(("p", (f"Ridge regression on head-to-head {sk['kind']}-score differences per event (weights: share of "
                    f"the event's dates both forecast); lambda = sigma_err^2 / sigma_skill^2 = {_num(sk['lambda'])} "
                    f"(sigma_err {_num(sk['sigma_err'])}, sigma_skill {_num(sk['sigma_skill'])}); anchored at "
-                   f"{sk['anchor'] or 'mean 0'} = 0; {pct} intervals from events resampled."))
+                   f"{sk['anchor'] or 'mean 0'} = 0; {pct} intervals from events resampled.")))
     b.append(("table", ["agent", "skill", "events", "matchups"],
               [[r["agent"], _ci({"value": r["skill"], "lo": r["lo"], "hi": r["hi"]}), r["n_events"], r["n_matchups"]]
                for r in sk["table"]]))
@@ -226,8 +226,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     ev = res.get("evidence")
     if ev:
         b.append(("h2", "Evidence diagnostics (memory-on notebooks)"))
-        b.append(("p", "kappa = capture slope against the leave-one-agent-out availability index A; G = first minus "
-                       "last Brier (positive = improvement); searches / opens per forecast date."))
+        b.append(("p", ("kappa = capture slope against the leave-one-agent-out availability index A; G = first minus "
+                       "last Brier (positive = improvement); searches / opens per forecast date.")))
         b.append(("table", ["agent", "kappa", "G", "searches", "opens"],
                   [[r["agent"], _num(r["kappa"]), _ci({"value": r["G"], "lo": r["G_lo"], "hi": r["G_hi"]}),
                     _num(r["searches"], 2), _num(r["opens"], 2)] for r in ev["per_agent"]]))
@@ -238,8 +238,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
                     _ci({"value": r["d_brier"], "lo": r["lo"], "hi": r["hi"]}), r["n_events"]]
                    for r in ev["quartiles"]]))
         rho = ev["spearman"]
-        b.append(("p", f"Spearman with G across agents: kappa {_num(rho['kappa'], 3)}, searches "
-                       f"{_num(rho['searches'], 3)}, opens {_num(rho['opens'], 3)}."))
+        b.append(("p", (f"Spearman with G across agents: kappa {_num(rho['kappa'], 3)}, searches "
+                       f"{_num(rho['searches'], 3)}, opens {_num(rho['opens'], 3)}.")))
         if "evidence" in plots:
             b.append(("img", "Evidence capture vs improvement", plots["evidence"]))
     return b

@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -33,7 +34,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,7 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
         run_episode(env, agent, seed=seed, event_id=task.event_id)
         messages = getattr(agent, "messages", None)
         return _write_part(ctx, task, env.unwrapped.episode_log(), messages, seed, time.perf_counter() - started)
-    except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
+    except Exception as exc:
         log.warning("episode %s failed", task, exc_info=True)
         return {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"[:2000], "n_forecasts": 0,
                 "seconds": time.perf_counter() - started}
@@ -191,6 +192,7 @@ def _pool_init(ctx: dict[str, Any]) -> None:
 async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, bar: Any) -> list[dict]:
     from forecast_env.agents.base import arun_episode, make_agent
     from forecast_env.envs.forecast_env import ForecastEnv
+
     from forecast_env.retrieval import Searcher
 
     searcher = None
@@ -214,7 +216,7 @@ async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, b
             await arun_episode(env, agent, seed=seed, event_id=task.event_id)
             res = _write_part(ctx, task, env.unwrapped.episode_log(), getattr(agent, "messages", None), seed,
                               time.perf_counter() - started)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("episode %s failed", task, exc_info=True)
             res = {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"[:2000], "n_forecasts": 0,
                    "seconds": time.perf_counter() - started}
@@ -333,7 +335,7 @@ def run_benchmark(
     rec = run_record(ws, run_id or "", split, ids, specs, rollouts, seed, bench, env_cfg)
     fp = _fingerprint(rec)
     if run_id is None:
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + fp[:6]
+        run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + fp[:6]
     rec["run_id"] = run_id
     rec["fingerprint"] = fp
     run_dir = ws.runs_dir / run_id
@@ -358,8 +360,7 @@ def run_benchmark(
     failures = [r for r in results if r["error"]]
     if failures:
         with open(run_dir / "failures.jsonl", "a", encoding="utf-8") as fh:
-            for r in failures:
-                fh.write(json.dumps({**r, "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}) + "\n")
+            fh.writelines(json.dumps({**r, "at": datetime.now(UTC).isoformat(timespec="seconds")}) + "\n" for r in failures)
     counts = consolidate(run_dir, ws.root, run_id, ids)
     forecasts = pl.read_parquet(run_dir / "forecasts.parquet")
     from forecast_env.eval.metrics import quick_summary
@@ -538,12 +539,12 @@ def event_tables(workspace: str | Path, event_ids: Sequence[str]) -> tuple[pl.Da
 def format_summary(summary: pl.DataFrame, rec: Mapping[str, Any]) -> str:
     """The closing table: per agent Brier, accuracy, log vs market, forecasts, missing."""
     head = f"{'agent':<22} {'brier':>8} {'accuracy':>9} {'log_vs_mkt':>11} {'forecasts':>10} {'missing':>8}"
-    lines = [f"run {rec['run_id']}: {rec.get('episodes_done')}/{rec.get('episodes_total')} episodes "
+    lines = [(f"run {rec['run_id']}: {rec.get('episodes_done')}/{rec.get('episodes_total')} episodes "
              f"({rec.get('episodes_run_now', 0)} run now, {rec.get('episodes_failed', 0)} failed) "
-             f"in {rec.get('seconds', 0):.1f}s", head, "-" * len(head)]
+             f"in {rec.get('seconds', 0):.1f}s"), head, "-" * len(head)]
     for r in summary.iter_rows(named=True):
         def f(x: float | None, w: int) -> str:
-            return f"{x:>{w}.4f}" if x is not None and x == x else f"{'-':>{w}}"
+            return f"{x:>{w}.4f}" if x is not None and not math.isnan(x) else f"{'-':>{w}}"
 
         lines.append(f"{r['agent']:<22} {f(r['brier'], 8)} {f(r['accuracy'], 9)} {f(r['log_vs_market'], 11)} "
                      f"{r['n_forecasts']:>10} {r['missing']:>8}")

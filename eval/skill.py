@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-
 from forecast_env.eval.bootstrap import DRAWS, LEVEL, SEED, draw_indices
 
 

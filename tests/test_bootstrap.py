@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-
 from forecast_env.eval.bootstrap import bootstrap_means, clustered_mean, event_means
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from forecast_env.eval.calibration import calibration_pairs, murphy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from forecast_env.eval.calibration import calibration_pairs, murphy
 
 
 def test_identity_exact_when_forecasts_constant_within_bins():

@@ -6,7 +6,6 @@ from datetime import date
 
 import polars as pl
 import pytest
-
 from forecast_env.eval.evidence import availability, evidence_diagnostics, own_counts, spearman
 
 DATES = {1: date(2026, 3, 1), 2: date(2026, 3, 5), 3: date(2026, 3, 10)}

@@ -9,10 +9,10 @@ import datasets
 import polars as pl
 import pytest
 from _env_data import build_workspace
-
-from forecast_env.errors import RunError
 from forecast_env.eval.export import export, strip_text
 from forecast_env.eval.runner import run_benchmark
+
+from forecast_env.errors import RunError
 
 pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder is missing")
 

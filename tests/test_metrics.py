@@ -7,7 +7,6 @@ from datetime import date
 import polars as pl
 import pytest
 from _eval_data import write_run
-
 from forecast_env.eval import metrics
 from forecast_env.eval.report import load_run
 

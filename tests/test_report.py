@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from _eval_data import write_run
-
 from forecast_env.eval.report import build_report
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"

@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import polars as pl
-from polars.testing import assert_frame_equal
 import pytest
 from _env_data import build_workspace
+from forecast_env.eval.runner import Task, part_path, run_benchmark
+from polars.testing import assert_frame_equal
 
 from forecast_env.errors import RunError
-from forecast_env.eval.runner import part_path, run_benchmark, Task
 
 pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder is missing")
 
@@ -147,6 +147,7 @@ def test_acceptance_retrieval_beats_uniform_on_tiny(tmp_path_factory):
     from forecast_env.corpus_build.pipeline import build_corpus
     from forecast_env.envs.events import build_events
     from forecast_env.eval.metrics import paired_difference
+
     from forecast_env.synth import synthesize
 
     root = tmp_path_factory.mktemp("tiny")

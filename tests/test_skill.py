@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from scipy.stats import spearmanr
-
 from forecast_env.eval.skill import date_scores, matchups, skill_leaderboard
+from scipy.stats import spearmanr
 
 
 def staggered(n: int = 40, per_question: int = 10, seed: int = 0) -> tuple[pl.DataFrame, np.ndarray]:
