@@ -27,6 +27,10 @@ class IndexMissingError(WorkspaceError):
     """A search was asked of a workspace that has no index."""
 
 
+class QueryError(ForecastEnvError):
+    """A search or open_article request is malformed (bad date, empty query, unknown mode)."""
+
+
 class FutureArticleError(ForecastEnvError):
     """An article published after the forecast date was requested."""
 

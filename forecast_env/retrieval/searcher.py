@@ -29,9 +29,9 @@ import pyarrow as pa
 
 from forecast_env.config import load_config
 from forecast_env.errors import (
-    ForecastEnvError,
     FutureArticleError,
     IndexMissingError,
+    QueryError,
     UnknownArticleError,
     WorkspaceError,
 )
@@ -43,10 +43,6 @@ from forecast_env.retrieval.tokenize import tokenize
 REBUILD = "forecast-env index build --workspace WS"
 MODES = ("hybrid", "dense", "bm25")
 EPOCH = date(1970, 1, 1)
-
-
-class QueryError(ForecastEnvError):
-    """A search or open_article request is malformed (bad date, empty query, unknown mode)."""
 
 
 @dataclass
