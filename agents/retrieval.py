@@ -101,7 +101,7 @@ def score_options(
     *,
     shrink: float = 0.35,
     temperature: float = 1.0,
-    half_life_days: float = 14.0,
+    half_life_days: float = 7.0,
 ) -> dict[str, float]:
     """Evidence-based probabilities over `options` from `docs` (doc_id -> {day, title, summary, body})."""
     if not options:

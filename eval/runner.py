@@ -33,6 +33,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from multiprocessing import get_context
@@ -412,13 +413,20 @@ def _execute(ctx: dict[str, Any], todo: list[Task], workers: int, engine: str, c
 def _execute_pool(ctx: dict[str, Any], tasks: list[Task], workers: int, bar: Any) -> list[dict]:
     results = []
     n = min(workers, len(tasks))
-    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=_pool_init,
-                             initargs=(ctx,)) as pool:
-        futures = [pool.submit(_run_task, asdict(t)) for t in tasks]
-        for fut in as_completed(futures):
-            results.append(fut.result())
-            if bar is not None:
-                bar.update(1)
+    try:
+        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=_pool_init,
+                                 initargs=(ctx,)) as pool:
+            futures = [pool.submit(_run_task, asdict(t)) for t in tasks]
+            for fut in as_completed(futures):
+                results.append(fut.result())
+                if bar is not None:
+                    bar.update(1)
+    except BrokenProcessPool as exc:
+        raise RunError(
+            f"a worker process died after {len(results)} of {len(tasks)} episodes (finished ones are saved: rerun "
+            "with the same run id to resume). Workers are spawned: a script calling run_benchmark with workers > 1 "
+            "needs an `if __name__ == \"__main__\":` guard; out of memory is the other usual cause (use fewer "
+            "workers, or workers=1)") from exc
     return results
 
 

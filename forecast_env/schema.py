@@ -255,6 +255,7 @@ TOOL_CALLS = pa.schema(
         ("latency_ms", pa.float64()),
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
     ]
 )
 

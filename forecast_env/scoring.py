@@ -101,7 +101,8 @@ def normalize_report(probs: Any, options: Sequence[str]) -> Report:
 def brier(probs: Any, truth: str, options: Sequence[str]) -> float:
     """Multiclass Brier over U = reported labels + truth, on [0, 2]."""
     rep = normalize_report(probs, options)
-    labels = set(rep.probs) | {truth}
+    # sorted: the float sum must not depend on the process's string-hash seed
+    labels = sorted(set(rep.probs) | {truth})
     return float(sum((rep.probs.get(c, 0.0) - (1.0 if c == truth else 0.0)) ** 2 for c in labels))
 
 

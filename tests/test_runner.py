@@ -138,7 +138,7 @@ def test_end_to_end_micro(micro_events, tmp_path):
     assert Path(paths["html"]).stat().st_size > 1000
 
 
-@pytest.mark.slow
+@pytest.mark.benchmark  # builds the tiny world: many minutes on 2 cores (see benchmarks/results_eval.md)
 @pytest.mark.skipif(not _synth_available(), reason="the sample-world generator has not landed")
 def test_acceptance_retrieval_beats_uniform_on_tiny(tmp_path_factory):
     """Issue 7 acceptance: on the tiny world (>= 25 eval events, 3 seeds) retrieval beats uniform on
