@@ -444,6 +444,7 @@ class ForecastEnv(gym.Env):
         started = time.perf_counter()
         self._calls += 1
         self._call_index += 1
+        step_of_call = self._date.step  # a forecast advances the date: its row belongs to this one
         result, error, tool, args, telemetry, forecasted = None, None, None, None, {}, False
         reward = 0.0
         message = None
@@ -463,7 +464,7 @@ class ForecastEnv(gym.Env):
             log.warning("tool %s raised on agent input", tool, exc_info=True)
             error = f"{tool or 'action'} failed: internal error {type(exc).__name__}: {str(exc)[:200]}"
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        self._record_call(tool, args, result, error, elapsed_ms, telemetry)
+        self._record_call(tool, args, result, error, elapsed_ms, telemetry, step=step_of_call)
         if not forecasted and self._calls >= self.config["max_calls_per_date"]:
             day = self._date.day
             reward = self._record_forecast(None, budget_exhausted=True)
@@ -612,7 +613,7 @@ class ForecastEnv(gym.Env):
                 for r in self._forecasts if not r["missing"]]
 
     def _record_call(self, tool: str | None, args: Any, result: Any, error: str | None, elapsed_ms: float,
-                     telemetry: Mapping[str, float | None]) -> None:
+                     telemetry: Mapping[str, float | None], step: int | None = None) -> None:
         ep = self._ep
         assert ep is not None
         doc_ids: list[str] = []
@@ -623,7 +624,7 @@ class ForecastEnv(gym.Env):
                 doc_ids = [result["doc_id"]]
         latency = telemetry.get("latency_ms")
         self._tool_calls.append({
-            "event_id": ep.event_id, "rollout": self.rollout, "step": self._date.step,
+            "event_id": ep.event_id, "rollout": self.rollout, "step": self._date.step if step is None else step,
             "call_index": self._call_index, "tool": tool if tool is not None else "invalid",
             "args_json": _args_json(args) if args is not None else None, "result_doc_ids": doc_ids,
             "error": error, "latency_ms": latency if latency is not None else elapsed_ms,

@@ -491,6 +491,13 @@ def test_episode_log_rows_fit_the_schemas(ws, searcher):
     assert len(steps) == 1 + len(log["tool_calls"])
     json.dumps(steps)
     assert log["forecasts"][0]["n_search"] == 2 and log["forecasts"][0]["n_open"] == 1
+    # every date's calls, its forecast included, carry that date's step
+    per_step: dict[int, list[str]] = {}
+    for call in log["tool_calls"]:
+        per_step.setdefault(call["step"], []).append(call["tool"])
+    assert sorted(per_step) == [f["step"] for f in log["forecasts"]]
+    assert all(tools[-1] == "forecast" and tools.count("forecast") == 1 for tools in per_step.values())
+    assert all(len(per_step[f["step"]]) == f["n_calls"] for f in log["forecasts"])
 
 
 def test_step_after_end_is_an_error_observation(ws, searcher):
