@@ -1,16 +1,18 @@
 """`forecast-env demo`: the main job end to end on the embedded default (the `tiny` sample world).
 
-sample world -> corpus -> index -> events -> baseline agents -> report -> export, each step printed
-with what it did and where its output went.
+It runs the same commands the README tour shows, printing each one before it runs:
+synth -> corpus build -> index build -> events build -> run -> report -> export.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 
 from forecast_env.cli.common import add_common
+from forecast_env.errors import ForecastEnvError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,70 +24,55 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated agents (add 'llm' when an endpoint is configured)")
     p.add_argument("--workers", type=int, default=None)
     add_common(p)
+    p.epilog = ("--set keys must name their section here (e.g. --set corpus.embed.batch_size=32, "
+                "--set events.screen.judge=llm), since every step reads its own section.")
     p.set_defaults(func=run)
 
 
-def _step(title: str) -> float:
-    print(f"\n== {title}", flush=True)
-    return time.perf_counter()
+def _command(title: str, argv: list[str]) -> None:
+    from forecast_env.cli.main import main
+
+    print(f"\n== {title}\n$ forecast-env {shlex.join(argv)}", flush=True)
+    t0 = time.perf_counter()
+    code = main(argv)
+    if code != 0:
+        raise ForecastEnvError(f"demo step failed (exit {code}): forecast-env {shlex.join(argv)}")
+    print(f"   ({time.perf_counter() - t0:.1f}s)", flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    from forecast_env.agents.base import make_agent  # noqa: F401  (fail early if agents are broken)
-    from forecast_env.corpus_build.index import build_index
-    from forecast_env.corpus_build.pipeline import build_corpus
-    from forecast_env.envs.events import build_events
-    from forecast_env.eval.export import export
-    from forecast_env.eval.report import build_report
-    from forecast_env.eval.runner import run_benchmark
-    from forecast_env.synth import synthesize
-
-    from forecast_env.cli.common import section_config
-
     ws = Path(args.workspace).resolve()
     world = ws / "world"
+    shared = [a for c in args.config for a in ("--config", c)] + [a for s in args.overrides for a in ("--set", s)]
+    workers = ["--workers", str(args.workers)] if args.workers else []
+    run_id = f"demo-{args.preset}-seed{args.seed}"
     t_all = time.perf_counter()
 
-    t0 = _step(f"1/7 sample world '{args.preset}' (seed {args.seed}) -> {world}")
     if (world / "truth.json").exists():
-        print("   already generated; reusing")
+        print(f"== 1/7 sample world: reusing {world}")
     else:
-        s = synthesize(world, preset=args.preset, seed=args.seed, progress=True)
-        print("   " + ", ".join(f"{k}={v}" for k, v in s.items() if isinstance(v, (int, float, str))))
-    print(f"   {time.perf_counter() - t0:.1f}s")
-
-    t0 = _step(f"2/7 corpus build from {world / 'news'} -> {ws / 'corpus'}")
-    warcs = sorted((world / "news").glob("*.warc.gz"))
-    s = build_corpus(warcs, ws, config=section_config(args, "corpus"), workers=args.workers, progress=True)
-    print(f"   {s.get('summary_line', '') or {k: v for k, v in s.items() if isinstance(v, (int, float, str))}}")
-    print(f"   funnel: {ws / 'corpus' / 'report.md'}   ({time.perf_counter() - t0:.1f}s)")
-
-    t0 = _step(f"3/7 index build (dense + as-of-date BM25) -> {ws / 'index'}")
-    s = build_index(ws, config=section_config(args, "corpus"), progress=True)
-    print(f"   {({k: v for k, v in s.items() if isinstance(v, (int, float, str))})}  ({time.perf_counter() - t0:.1f}s)")
-
-    t0 = _step(f"4/7 events from {world / 'polymarket'} -> {ws / 'events'}")
-    s = build_events(world / "polymarket", ws, config=section_config(args, "events"), progress=True)
-    print(f"   {({k: v for k, v in s.items() if isinstance(v, (int, float, str))})}")
-    print(f"   funnel: {ws / 'events' / 'report.md'}   ({time.perf_counter() - t0:.1f}s)")
-
-    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
-    t0 = _step(f"5/7 benchmark run: agents {', '.join(agents)} on the eval split")
-    run_dir = run_benchmark(ws, agents, split="eval", rollouts=1, seed=args.seed, workers=args.workers,
-                            config=section_config(args, "benchmark"), progress=True)
-    print(f"   run: {run_dir}  ({time.perf_counter() - t0:.1f}s)")
-
-    t0 = _step("6/7 report")
-    paths = build_report(run_dir)
-    md = Path(paths["markdown"]).read_text()
-    print(md.split("\n## ", 2)[1] if "\n## " in md else md[:3000])
-    print(f"   report: {paths['markdown']}\n   html:   {paths['html']}  ({time.perf_counter() - t0:.1f}s)")
-
-    t0 = _step("7/7 export training data (train split prompts + eval trajectories)")
-    out = ws / "exports"
-    e1 = export(ws, "train", out / "train", progress=False)
-    e2 = export(ws, "eval", out / "eval", run_id=run_dir.name, progress=False)
-    print(f"   {e1}\n   {e2}  ({time.perf_counter() - t0:.1f}s)")
+        _command(f"1/7 sample world '{args.preset}': WARC files + Polymarket-format JSON",
+                 ["synth", "--preset", args.preset, "--seed", str(args.seed), "--out", str(world)])
+    _command("2/7 corpus: read, extract, filter, timestamp, deduplicate",
+             ["corpus", "build", "--warc", str(world / "news" / "*.warc.gz"), "--workspace", str(ws), *workers,
+              *shared])
+    _command("3/7 indices: month-sharded dense (FAISS) + as-of-date BM25",
+             ["index", "build", "--workspace", str(ws), *shared])
+    _command("4/7 events: construction, market filters, corpus screen, splits, schedules",
+             ["events", "build", "--polymarket", str(world / "polymarket"), "--workspace", str(ws), "--no-progress",
+              *shared])
+    _command(f"5/7 benchmark run on the eval split: {args.agents}",
+             ["run", "--workspace", str(ws), "--agents", args.agents, "--split", "eval", "--seed", str(args.seed),
+              "--run-id", run_id, *workers, *shared])
+    run_dir = ws / "runs" / run_id
+    _command("6/7 report (Markdown + self-contained HTML with plots)", ["report", "--run", str(run_dir)])
+    _command("7/7 training-data export (train prompts; eval prompts + trajectories)",
+             ["export", "--workspace", str(ws), "--split", "train", "--out", str(ws / "exports" / "train")])
+    _command("   ... and the eval run's trajectories",
+             ["export", "--workspace", str(ws), "--split", "eval", "--out", str(ws / "exports" / "eval"),
+              "--run-id", run_id])
 
     print(f"\ndemo finished in {time.perf_counter() - t_all:.0f}s; everything is under {ws}")
+    print(f"  corpus funnel: {ws / 'corpus' / 'report.md'}\n  events funnel: {ws / 'events' / 'report.md'}")
+    print(f"  run report:    {run_dir / 'report.md'}\n                 {run_dir / 'report.html'}")
     return 0
