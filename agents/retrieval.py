@@ -1,19 +1,27 @@
 """The retrieval agent: a non-LLM baseline that reads the news through the environment's tools.
 
 Per forecast date (within `max_calls_per_date` calls, and never past the date's budget):
-search the question; search question + option for each offered option (Yes/No questions: the
-question's key terms instead); open the newest relevant articles not yet read; write one notebook
-entry (date_observed = the newest opened article's day); forecast.
+search the question; then either search each offered option with the question (named options), or
+the question's named entities (Yes/No questions); open the most relevant unread articles, newest
+first; write one notebook entry (date_observed = the newest opened article's day); forecast.
+Everything read earlier in the episode is kept and reread at every date.
 
-Scoring reads every sentence of the evidence gathered so far in the episode (hit titles and
-summaries, opened bodies), weighted by recency (half-life in days), and counts general news cue
-words: positive ("expected to", "leads", "favored", "ahead", "secured", "backing"...) minus
-negative ("unlikely", "trails", "doubts", "rejected", "injury", "delayed"...); a cue preceded by a
-negation ("not", "no longer") flips. Multi-option / named-option events: a sentence's cue balance
-(plus a small mention bonus, except in cue-less lists of several options) goes to the option
-mentioned first in it (the sentence's subject);
-softmax over options. Yes/No events: the cue balance of sentences in documents about the
-question's subject; logistic. Both are shrunk toward the uniform forecast.
+Reading (`score_options`), the way a hurried news reader would:
+* Relevance. The question's named entities (capitalized spans such as "Tern-6", "Veritas Energy",
+  "Coastal Protection Act", "Fentria") must appear in a document for it to count fully; a document
+  naming only some of them counts in proportion (squared), one naming none is ignored. Options that
+  are names count as entities of multi-option questions.
+* Cues. Each sentence's cue balance is the count of general English news cues that point up
+  ("secured", "approve", "leads", "ahead", "encouraging", "exceeded"...) minus those that point
+  down ("delayed", "trails", "against", "investigation", "glitch", "lukewarm", "withdrawn"...); a cue
+  within three words after a negation ("not", "no longer", "without") flips; "ahead of the vote"
+  style time phrases are not cues; direct quotes (spokespeople talking up their side) are skipped.
+* Recency. A document's weight halves every `half_life_days` before the forecast date.
+* Yes/No: z = sum of weighted sentence balances over sqrt(1 + weighted cue-sentence count), so
+  evidence that agrees piles up while mixed evidence stays near 0; p(Yes) = logistic(z / temperature).
+* Named / multi options: a sentence's balance goes to the option it mentions first (its subject),
+  plus a small mention bonus (none for cue-less lists of several options); softmax over options.
+* Calibration: the result is shrunk toward the uniform forecast by `shrink`.
 """
 
 from __future__ import annotations
@@ -30,36 +38,73 @@ from forecast_env.config import load_config
 from forecast_env.retrieval.tokenize import tokenize
 
 POSITIVE = (
-    "expected to", "expects to", "likely", "favored", "favoured", "favorite", "favourite", "frontrunner",
-    "front-runner", "leads", "leading", "lead", "ahead", "momentum", "surge", "surged", "gained", "gains",
-    "rose", "rising", "rises", "boost", "backing", "backed", "endorsed", "endorsement", "support",
-    "supported", "secured", "confident", "approved", "advanced", "passed", "on track", "agreement",
-    "agreed", "cleared", "clearing", "win", "won", "wins", "winning", "victory", "unbeaten", "tipped",
-    "strong", "stronger", "record", "beat", "outpaced", "dominant", "shortened", "optimistic",
-    "progress", "breakthrough", "on schedule", "green light", "poised", "set to", "boosted", "improved",
+    # expectations and standing
+    "likely", "favored", "favoured", "favorite", "favourite", "frontrunner", "front-runner", "leads",
+    "leading", "lead", "ahead", "momentum", "poised", "on track", "on course", "tipped", "confident",
+    "confidence", "optimistic", "upbeat", "buzz",
+    # movement
+    "surge", "surged", "gained", "gaining", "gains", "rose", "rising", "rises", "climbed", "jumped",
+    "boost", "boosted", "improved", "improving", "outpaced", "exceeded", "beat", "beats", "extended",
+    "clear", "cleared", "clearing", "top prize", "first place", "at the top", "highest",
+    # support and decisions
+    "backing", "backed", "backs", "endorsed", "endorsement", "endorse", "support", "supported",
+    "supports", "secured", "secure", "approve", "approved", "advanced", "passed", "agreement",
+    "agreed", "green light", "enough votes", "reaffirmed", "praised", "praise", "impressed",
+    "welcomed",
+    # results and readiness
+    "win", "won", "wins", "winning", "victory", "unbeaten", "strong", "stronger", "dominant",
+    "convincing", "comfortable", "shortened", "progress", "breakthrough", "on schedule", "as planned",
+    "ahead of schedule", "ready", "completed", "encouraging", "promising", "positive", "glowing",
+    "success", "successful",
 )
 NEGATIVE = (
-    "unlikely", "trails", "trailing", "trail", "behind", "doubts", "doubt", "falls behind", "fell",
-    "falling", "slipped", "slump", "lost ground", "losing", "rejected", "reject", "oppose", "opposed",
-    "block", "blocked", "delayed", "delay", "postponed", "threatened", "threat", "struggled",
-    "struggling", "injury", "injured", "without", "suspension", "suspended", "disrupted", "setback",
-    "problems", "concerns", "warned", "warning", "criticism", "unpopular", "scandal", "withdrew",
-    "collapse", "stalled", "failed", "fails", "weak", "weaker", "crisis", "dispute", "lengthened",
-    "pessimistic", "cut", "downgraded", "skeptical", "sceptical", "dropped", "stumbled", "hurdles",
+    # expectations and standing
+    "unlikely", "trails", "trailing", "trail", "behind", "doubts", "doubt", "falls behind", "lost ground",
+    "losing", "lost", "underdog", "pessimistic", "skeptical", "sceptical", "uncertain future",
+    # movement
+    "fell", "falling", "slipped", "slump", "dropped", "drop", "stumbled", "cut", "cuts", "lowered",
+    "downgraded", "lengthened", "denting", "hurting", "hurt", "weakening", "weak", "weaker",
+    # opposition and obstacles
+    "rejected", "reject", "oppose", "opposed", "opposition to", "against", "block", "blocked",
+    "threatened", "threat", "vowed to fight", "investigation", "in-depth", "probe into", "challenge",
+    "legal challenge", "objection", "lawsuit", "counterbid", "competing offer", "rival bid",
+    "too low", "inadequate", "criticism", "criticizing", "criticising", "criticized", "faulting",
+    "unpopular", "scandal", "concerns", "concern", "worries", "warned", "warning",
+    # delays and failures
+    "delayed", "delay", "delays", "postponed", "halt", "halted", "pause", "paused", "stalled", "setback",
+    "problem", "problems", "fault", "glitch", "failed", "fails", "failure", "missed", "miss", "collapse",
+    "struggled", "struggling", "struggle", "disrupted", "disruption", "dispute", "crisis", "injury",
+    "injured", "injuries", "absences", "suspension", "suspended", "illness", "withdrew", "withdrawn",
+    "stepped back", "pulled out", "hurdles", "lukewarm", "mixed reviews", "slower", "storms",
+    "high winds",
 )
-NEGATORS = ("not", "no", "never", "no longer", "hardly", "unlikely to", "n't", "nor")
+NEGATORS = ("not", "no", "never", "no longer", "hardly", "nor", "n't", "without", "unlikely to", "failed to")
 
 _SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: "ahead of <time word>" means "before", not "leading"
+_BEFORE_RE = re.compile(
+    r"\s+of\s+(?:the\s+|a\s+|its\s+|their\s+|next\s+|this\s+)?(?:"
+    + "|".join(_MONTHS + _WEEKDAYS)
+    + r"|deadline|vote|meeting|ceremony|final|launch|release|decision|date|weekend|season|election|"
+      r"hearing|readout|results|debate|opening|announcement|window|start|end|time|target)\b",
+    re.IGNORECASE)
+_QUOTE_START = ("\"", "\u201c", "'", "\u2018")
 
 
 def _phrase_re(phrases: tuple[str, ...]) -> re.Pattern[str]:
     alts = sorted((re.escape(p) for p in phrases), key=len, reverse=True)
-    return re.compile(r"\b(?:" + "|".join(alts) + r")\b", re.IGNORECASE)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(alts) + r")(?![\w-])", re.IGNORECASE)
 
 
-_POS_RE = _phrase_re(POSITIVE)
-_NEG_RE = _phrase_re(NEGATIVE)
-_NEGATOR_RE = re.compile(r"\b(?:not|no|never|no longer|hardly|nor)\b|n't\b", re.IGNORECASE)
+_CUE_SIGN = {p.lower(): 1.0 for p in POSITIVE}
+_CUE_SIGN.update({p.lower(): -1.0 for p in NEGATIVE})
+_CUE_RE = _phrase_re(tuple(_CUE_SIGN))  # one alternation, longest first: "stepped back" beats "back"
+_NEGATOR_RE = re.compile(r"\b(?:not|no|never|no longer|hardly|nor|without|unlikely to|failed to)\b|n't\b",
+                         re.IGNORECASE)
+_WORD_RE = re.compile(r"[\w'’-]+")
 
 
 def _is_yes_no(options: list[str]) -> bool:
@@ -75,13 +120,21 @@ def _as_date(value: Any) -> date | None:
         return None
 
 
+def _negated(sentence: str, start: int) -> bool:
+    """A negation among the three words before position `start`."""
+    words = _WORD_RE.findall(sentence[max(0, start - 60): start])[-3:]
+    return bool(_NEGATOR_RE.search(" ".join(words)))
+
+
 def cue_balance(sentence: str) -> float:
-    """Positive minus negative cue count of one sentence; a cue after a nearby negation flips."""
+    """Positive minus negative cue count of one sentence; a cue right after a negation flips."""
     score = 0.0
-    for pattern, sign in ((_POS_RE, 1.0), (_NEG_RE, -1.0)):
-        for m in pattern.finditer(sentence):
-            before = sentence[max(0, m.start() - 25): m.start()]
-            score += -sign if _NEGATOR_RE.search(before) else sign
+    for m in _CUE_RE.finditer(sentence):
+        phrase = m.group(0).lower()
+        if phrase == "ahead" and _BEFORE_RE.match(sentence, m.end()):
+            continue  # "ahead of the vote": before, not leading
+        sign = _CUE_SIGN[phrase]
+        score += -sign if _negated(sentence, m.start()) else sign
     return score
 
 
@@ -89,8 +142,64 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_RE.split(text or "") if s and s.strip()]
 
 
+def _is_quote(sentence: str) -> bool:
+    return sentence.startswith(_QUOTE_START)
+
+
 def _option_pattern(option: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(option.strip()) + r"(?!\w)", re.IGNORECASE)
+
+
+_CAP_RE = re.compile(r"[A-Z][\w'’-]*|\d[\w-]*")
+_CONNECT = {"of", "the", "over", "from", "and", "in", "on", "for", "to", "at", "de", "la"}
+_NOT_ENTITY = {"will", "who", "which", "what", "when", "where", "how", "is", "are", "does", "do", "the", "a",
+               "an", "by", "yes", "no", "next", "winner", "champion", "best", "picture"} | set(_MONTHS) | set(_WEEKDAYS)
+
+
+def question_entities(question: str) -> list[str]:
+    """Capitalized spans of the question ("Veritas Energy", "Tern-6", "Night over the Meadow"),
+    without question words, dates and years; lower-cased."""
+    words = re.findall(r"[\w'’-]+", question or "")
+    spans: list[list[str]] = []
+    cur: list[str] = []
+    pending: list[str] = []
+    for i, w in enumerate(words):
+        cap = bool(_CAP_RE.fullmatch(w)) and w.lower() not in _NOT_ENTITY
+        if cap and w.isdigit() and (len(w) == 4 or (i > 0 and words[i - 1].lower() in _MONTHS)):
+            cap = False  # a year or a day of a month
+        if cap:
+            if cur and pending:
+                cur += pending
+            elif pending:
+                pass
+            pending = []
+            cur.append(w)
+        elif cur and w.lower() in _CONNECT and len(pending) < 2:
+            pending.append(w)
+        else:
+            if cur:
+                spans.append(cur)
+            cur, pending = [], []
+    if cur:
+        spans.append(cur)
+    out = []
+    for s in spans:
+        text = " ".join(s).lower()
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def _contains(text: str, phrase: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", text) is not None
+
+
+def relevance(text: str, entities: list[str]) -> float:
+    """Share of `entities` named in `text` (lower-cased), squared; 1 when there are none."""
+    if not entities:
+        return 1.0
+    share = sum(_contains(text, e) for e in entities) / len(entities)
+    return share * share
 
 
 def score_options(
@@ -120,19 +229,23 @@ def score_options(
         parts = [doc.get("title") or "", doc.get("summary") or "", doc.get("body") or ""]
         return "\n".join(str(p) for p in parts if p)
 
+    entities = question_entities(question)
     if _is_yes_no(options):
-        keys = set(tokenize(question)) - {"will", "yes", "no"}
+        if not entities:
+            entities = [t for t in dict.fromkeys(tokenize(question)) if t not in {"will", "yes", "no"}][:3]
         total, mass = 0.0, 0.0
         for doc in docs.values():
-            head = set(tokenize(f"{doc.get('title') or ''} {doc.get('summary') or ''}"))
-            need = min(2, len(keys))
-            if len(keys & head) < need:
+            text = text_of(doc)
+            w = weight(doc) * relevance(text.lower(), entities)
+            if w <= 0:
                 continue  # not about the question's subject
-            w = weight(doc)
-            for sent in split_sentences(text_of(doc)):
+            for sent in split_sentences(text):
+                if _is_quote(sent):
+                    continue
                 b = cue_balance(sent)
-                total += w * b
-                mass += w
+                if b:
+                    total += w * b
+                    mass += w
         if mass == 0:
             return uniform_probabilities(options)
         z = total / (temperature * math.sqrt(mass + 1.0))
@@ -144,8 +257,14 @@ def score_options(
     scores = [0.0] * k
     mass = 0.0
     for doc in docs.values():
+        text = text_of(doc)
+        low = text.lower()
         w = weight(doc)
-        for sent in split_sentences(text_of(doc)):
+        if entities:  # documents about another event that shares a name count less
+            w *= 0.5 + 0.5 * relevance(low, entities)
+        for sent in split_sentences(text):
+            if _is_quote(sent):
+                continue
             first, first_pos, mentioned = None, None, 0
             for i, pat in enumerate(patterns):
                 m = pat.search(sent)
@@ -237,28 +356,40 @@ class RetrievalAgent:
         def left() -> int:
             return limit - calls
 
-        # reserve: the forecast, one notebook entry, the opens
+        entities = question_entities(question)
+        yes_no = _is_yes_no(options)
         queries = [question] if question else []
-        if _is_yes_no(options):
-            keys = " ".join(dict.fromkeys(tokenize(question)))
+        if yes_no:
+            keys = " ".join(dict.fromkeys(entities + tokenize(question)))
             if keys and keys != question.lower():
                 queries.append(keys)
         else:
             queries += [f"{question} {o}".strip() for o in options[: int(self.cfg["option_searches"])]]
+        # reserve: the forecast, one notebook entry, and at least min(n_open, 2) opens
+        reserve = 2 + min(n_open, 2)
         for q in queries:
-            if left() <= 2 + n_open:
+            if left() <= reserve:
                 break
             calls += 1
             obs = yield {"tool": "search", "args": {"query": q[:500], "k": k, "mode": "hybrid"}}
             self._absorb(obs)
 
-        # open the newest well-ranked articles not read yet
+        # open the most relevant unread articles, newest first
+        names = entities if yes_no else entities + [o.lower() for o in options]
+
+        def rel(doc_id: str) -> float:
+            d = self.docs[doc_id]
+            text = f"{d.get('title') or ''}\n{d.get('summary') or ''}".lower()
+            if yes_no:
+                return relevance(text, entities)
+            return float(any(_contains(text, n) for n in names)) if names else 1.0
+
         candidates = [d for d in self.docs if d not in self.opened and _as_date(self.docs[d].get("day")) is not None]
-        candidates.sort(key=lambda d: (_as_date(self.docs[d]["day"]), -self.docs[d].get("best_rank", 10**9)),
-                        reverse=True)
+        candidates.sort(key=lambda d: (rel(d) > 0, rel(d), _as_date(self.docs[d]["day"]),
+                                       -self.docs[d].get("best_rank", 10**9)), reverse=True)
         new_reads: list[str] = []
-        for doc_id in candidates[:n_open]:
-            if left() <= 2:
+        for doc_id in candidates:
+            if len(new_reads) >= n_open or left() <= 2:
                 break
             calls += 1
             obs = yield {"tool": "open_article", "args": {"doc_id": doc_id}}

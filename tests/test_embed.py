@@ -109,3 +109,27 @@ def test_micro_index_end_to_end(micro_index):
         assert all(h.day <= mid for h in hits)
         for h in hits[:3]:
             assert s.open_article(h.doc_id, mid).doc_id == h.doc_id
+
+
+def test_query_vectors_are_cached_and_identical() -> None:
+    """Repeated queries are served from the LRU cache with the very same vectors."""
+    from forecast_env.retrieval.dense import Embedder
+
+    calls: list[list[str]] = []
+
+    class Counting(Embedder):
+        def _encode(self, texts, prompt, progress):  # type: ignore[override]
+            calls.append(list(texts))
+            return super()._encode(texts, prompt, progress)
+
+    emb = Counting(query_cache_size=2)
+    a = emb.encode_queries(["rate decision", "election polls", "rate decision"])
+    assert calls == [["rate decision", "election polls"]]
+    assert np.allclose(a[0], a[2])
+    b = emb.encode_queries(["rate decision"])
+    assert len(calls) == 1 and np.array_equal(b[0], a[0])
+    emb.encode_queries(["third query"])  # evicts the least recently used ("election polls")
+    emb.encode_queries(["election polls"])
+    assert calls[-1] == ["election polls"]
+    fresh = Embedder(query_cache_size=0).encode_queries(["rate decision"])
+    assert np.allclose(fresh[0], a[0], atol=1e-5)

@@ -7,6 +7,8 @@ article order, opened memory-mapped so that many processes share the page cache.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import importlib
 import os
 from collections.abc import Sequence
@@ -58,6 +60,7 @@ class Embedder:
         backend: str = "torch",
         float16: bool = False,
         truncate_dim: int | None = None,
+        query_cache_size: int = 4096,
     ):
         self.model_name = model
         self.expected_dim = dim
@@ -69,12 +72,15 @@ class Embedder:
         self.float16 = float16
         self.truncate_dim = truncate_dim
         self._model: Any = None
+        # agents repeat queries (across dates, rollouts and agents): an LRU of query vectors
+        self.query_cache_size = int(query_cache_size)
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
     def from_config(cls, embed: dict[str, Any]) -> Embedder:
         """Build from the `embed` section of the corpus config."""
         keys = ("model", "dim", "query_prompt", "device", "batch_size", "max_seq_length", "backend",
-                "float16", "truncate_dim")
+                "float16", "truncate_dim", "query_cache_size")
         return cls(**{k: embed[k] for k in keys if k in embed})
 
     @property
@@ -137,8 +143,23 @@ class Embedder:
         return self._encode(texts, None, progress)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalized float32 vectors of queries (with the model's query prompt)."""
-        return self._encode(texts, self.query_prompt, False)
+        """L2-normalized float32 vectors of queries (with the model's query prompt); repeated
+        queries come from an LRU cache of `query_cache_size` entries."""
+        texts = list(texts)
+        if self.query_cache_size <= 0 or len(set(texts)) > self.query_cache_size:
+            return self._encode(texts, self.query_prompt, False)
+        cache = self._query_cache
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            for text, vec in zip(missing, self._encode(missing, self.query_prompt, False)):
+                cache[text] = vec
+            while len(cache) > self.query_cache_size:
+                cache.popitem(last=False)
+        out = []
+        for t in texts:
+            cache.move_to_end(t)
+            out.append(cache[t])
+        return np.stack(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
 
 def normalize(vecs: np.ndarray) -> np.ndarray:
