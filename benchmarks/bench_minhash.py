@@ -11,7 +11,6 @@ import time
 
 import datasketch
 import numpy as np
-
 from forecast_env.corpus_build.dedup import MinHasher, shingle_words
 
 

@@ -411,7 +411,7 @@ def _trafilatura_body(tree, url: str) -> str:
             include_links=False,
             fast=True,
         )
-    except Exception:  # noqa: BLE001 - trafilatura raises assorted errors on hostile trees
+    except Exception:
         return ""
     if doc is None:
         return ""

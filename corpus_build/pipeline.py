@@ -136,7 +136,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
             title = normalize_text(ext.title) if ext.title else None
             summary = normalize_text(ext.summary) if ext.summary else None
             body = normalize_text(ext.body) if ext.body else ""
-        except Exception as exc:  # noqa: BLE001 - one odd page never stops the file
+        except Exception as exc:
             drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
             continue
         if not body.strip():
@@ -163,7 +163,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
                 drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
                 continue
             flag, why = screen_leakage(body, title, ts.t) if leak_on else (False, None)
-        except Exception as exc:  # noqa: BLE001 - one odd page never stops the file
+        except Exception as exc:
             drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
             continue
         kept.append({

@@ -137,7 +137,7 @@ def decode_payload(payload: bytes, content_type: str | None) -> tuple[str, str] 
 
         # the legacy encodings web pages actually use; open-ended detection picks exotic code pages
         best = from_bytes(payload[:200_000], cp_isolation=LEGACY_CHARSETS).best()
-    except Exception:  # noqa: BLE001 - detection itself failing is an undecodable payload, not a crash
+    except Exception:
         best = None
     if best is not None and best.encoding:
         try:
@@ -221,7 +221,7 @@ class WarcReader:
                     yield item
             except GeneratorExit:
                 raise
-            except Exception as exc:  # noqa: BLE001 - truncated gzip member, corrupt header...: keep what was read
+            except Exception as exc:
                 self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
                 return
         if self.error is None and self.path.name.endswith(".gz"):

@@ -724,7 +724,7 @@ def build_events(
             cands.append(cand)
         except Excluded as exc:
             run.exclude(eid, exc.stage, exc.reason, exc.detail)
-        except Exception as exc:  # noqa: BLE001 - malformed input must never stop the build
+        except Exception as exc:
             run.exclude(eid, "parse", "bad_json", f"{type(exc).__name__}: {exc}"[:300])
     return _finish(run, cands, ws, searcher, judge, progress, t0)
 

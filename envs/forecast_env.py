@@ -236,7 +236,7 @@ def _jsonable(action: Any, cap: int) -> Any:
     except (ValueError, TypeError, RecursionError, OverflowError):
         try:
             return repr(action)[:cap]
-        except Exception:  # noqa: BLE001 - anything an agent can send must be recordable
+        except Exception:
             return f"<unrecordable {type(action).__name__}>"
 
 

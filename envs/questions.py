@@ -50,7 +50,7 @@ class ParsedQuestions:
 def _when(value: Any, key: str) -> datetime:
     if isinstance(value, str) and value.strip():
         try:
-            d = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))  # noqa: FURB162
+            d = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise _LineError(f"key {key!r}: {value!r} is not an ISO date (YYYY-MM-DD)") from None
         return d.astimezone(UTC) if d.tzinfo else d.replace(tzinfo=UTC)

@@ -228,7 +228,7 @@ class ChatClient:
 def parse_json_object(text: str) -> dict:
     """The first JSON object in an LLM answer (code fences and surrounding prose tolerated)."""
     if not isinstance(text, str):
-        raise ValueError("answer is not text")  # noqa: TRY004 - callers treat every unreadable answer alike
+        raise ValueError("answer is not text")
     t = re.sub(r"```(?:json)?", "", text)
     start = t.find("{")
     while start != -1:

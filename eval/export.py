@@ -53,7 +53,7 @@ def _system_prompt() -> str:
         from forecast_env.agents.llm import system_prompt
 
         return system_prompt()
-    except Exception:  # noqa: BLE001 - the export works without the agents package's prompt file
+    except Exception:
         return "You are a careful forecaster. Search the news available up to the forecast date and report calibrated probabilities."
 
 

@@ -28,7 +28,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -271,7 +271,7 @@ def write_manifest(
             total_rows += rows
     manifest = {
         "artifact": artifact,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "files": entries,
         "rows": total_rows,
         "config": dict(config) if config is not None else None,

@@ -85,10 +85,9 @@ def test_bad_file_named(tmp_path: Path) -> None:
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
     target = tmp_path / "x" / "out.bin"
-    with pytest.raises(RuntimeError):
-        with atomic_path(target) as tmp:
-            tmp.write_bytes(b"partial")
-            raise RuntimeError("crash mid-write")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_bytes(b"partial")
+        raise RuntimeError("crash mid-write")
     assert not target.exists()
     assert list(target.parent.iterdir()) == []
 

@@ -63,7 +63,7 @@ def scripted_episode(env, seed=None, event_id=None, queries=("senate budget vote
         observations.append(obs)
         infos.append(info)
         k = len(info["options"])
-        obs, r, done, trunc, info = env.step(forecast([0.7] + [0.3 / (k - 1)] * (k - 1)))
+        obs, r, done, _trunc, info = env.step(forecast([0.7] + [0.3 / (k - 1)] * (k - 1)))
         observations.append(obs)
         infos.append(info)
     return observations, infos, r
@@ -88,7 +88,7 @@ def test_gymnasium_make_by_string(ws):
     assert {"question", "description", "options", "forecast_date", "step", "steps_total", "tool_result",
             "error", "notebook", "budget_left"} <= set(json.loads(obs))
     assert info["tool_specs"] == env.unwrapped.tool_specs
-    obs, reward, term, trunc, info = env.step(json.dumps(forecast({o: 1 for o in info["options"]})))
+    obs, _reward, _term, _trunc, info = env.step(json.dumps(forecast({o: 1 for o in info["options"]})))
     assert info["error"] is None
     assert env.unwrapped.episode_log()["forecasts"][0]["fallback"] is None
     env.close()
@@ -270,7 +270,7 @@ def test_fuzz_ten_thousand_actions_never_raise(ws, searcher):
     errors = 0
     for i in range(10_000):
         action = circular if i == 5 else _fuzz_action(rng, info["options"])
-        obs, reward, term, trunc, info = env.step(action)
+        obs, reward, term, _trunc, info = env.step(action)
         assert space.contains(obs), obs[:200]
         json.loads(obs)
         assert math.isfinite(reward)
@@ -319,12 +319,12 @@ def test_memory_on_carries_notebook_memory_off_starts_empty(ws, searcher, memory
 
 def test_budget_exhaustion_records_uniform_fallback(ws, searcher):
     env = make(ws, searcher, max_calls_per_date=3)
-    obs, info = env.reset(options={"event_id": "pm-2"})
+    _obs, info = env.reset(options={"event_id": "pm-2"})
     assert info["budget_left"] == 3
     env.step("not json")
     _, _, _, _, info = env.step({"tool": "nope"})
     assert info["budget_left"] == 1
-    _, reward, term, _, info = env.step({"tool": "search", "args": {"query": "Freedonia election"}})
+    _, _reward, _term, _, info = env.step({"tool": "search", "args": {"query": "Freedonia election"}})
     assert info["tool_result"]["hits"]  # the last call still runs
     assert "budget" in info["message"] and info["step"] == 2 and info["budget_left"] == 3
     row = env.unwrapped.episode_log()["forecasts"][0]
@@ -342,7 +342,7 @@ def test_skip_date_records_missing_and_is_not_scored(ws, searcher):
     obs, reward, term, trunc, info = env.skip_date("endpoint down after 3 retries")
     assert info["step"] == 2 and not term
     env.step(forecast({"Yes": 1.0}))
-    obs, reward, term, trunc, info = env.step(forecast({"Yes": 0.0, "No": 1.0}))
+    _obs, reward, term, _trunc, info = env.step(forecast({"Yes": 0.0, "No": 1.0}))
     assert term
     rows = env.unwrapped.episode_log()["forecasts"]
     assert rows[0]["missing"] and rows[0]["brier"] is None and rows[0]["probs"] is None
@@ -360,7 +360,7 @@ def test_episode_and_step_rewards(ws, searcher):
     env.reset(options={"event_id": "pm-2"})
     r1 = env.step(forecast({"Alice Smith": 1.0}))[1]
     r2 = env.step(forecast([0.0, 0.0, 1.0]))[1]
-    obs, r3, term, _, info = env.step(forecast([1, 1, 1]))
+    _obs, r3, term, _, info = env.step(forecast([1, 1, 1]))
     assert (r1, r2) == (pytest.approx(-2.0), pytest.approx(0.0))
     assert r3 == pytest.approx(-(2 / 3)) and term
     assert [s["brier"] for s in info["scores"]] == pytest.approx([2.0, 0.0, 2 / 3])
@@ -394,7 +394,7 @@ def test_log_score_uses_label_price_of_the_day(ws, searcher):
 
 def test_show_market_ablation_is_visible_and_recorded(ws, searcher):
     env = make(ws, searcher, show_market=True)
-    obs, info = env.reset(options={"event_id": "pm-2"})
+    obs, _info = env.reset(options={"event_id": "pm-2"})
     prev = json.loads(obs)["market_previous_day"]
     assert set(prev) == {"Alice Smith", "Carol White"}
     ep = env.unwrapped._by_id["pm-2"]
@@ -457,7 +457,7 @@ def test_unicode_observations_are_in_the_space(ws, searcher):
     env = make(ws, searcher)
     env.reset(options={"event_id": "pm-1"})
     claim = "emoji \U0001F600 control \x07 c1 \x85 lone \ud800 greek αβγ"
-    obs, _, _, _, info = env.step({"tool": "notebook_add", "args": {"claim": claim, "date_observed": "d",
+    obs, _, _, _, _info = env.step({"tool": "notebook_add", "args": {"claim": claim, "date_observed": "d",
                                                                    "doc_ids": []}})
     assert env.observation_space.contains(obs)
     assert json.loads(obs)["notebook"][0]["claim"] == claim.strip()
@@ -505,7 +505,7 @@ def test_step_after_end_is_an_error_observation(ws, searcher):
     env.reset(options={"event_id": "pm-4"})
     _, _, term, _, _ = env.step(forecast([0.2, 0.8]))
     assert term
-    obs, reward, term, _, info = env.step(forecast([0.2, 0.8]))
+    _obs, reward, term, _, info = env.step(forecast([0.2, 0.8]))
     assert term and reward == 0.0 and "reset" in info["error"]
     assert len(env.unwrapped.episode_log()["forecasts"]) == 1
 
@@ -539,7 +539,7 @@ def test_vector_envs(ws, kind):
         assert [p["question"][:8] for p in parsed] == ["Will the", "Will the"]
         assert parsed[0]["forecast_date"] == "2026-03-09" and parsed[1]["forecast_date"] == "2026-03-05"
         actions = (json.dumps(forecast([0.1, 0.9])), json.dumps(forecast({"Yes": 0.9, "No": 0.1})))
-        obs, rewards, term, trunc, infos = venv.step(actions)
+        obs, rewards, term, _trunc, _infos = venv.step(actions)
         assert list(term) == [True, False]
         assert rewards[0] == pytest.approx(-(0.1**2 + 0.1**2)) and rewards[1] == 0.0
         assert json.loads(obs[1])["step"] == 2

@@ -56,7 +56,7 @@ def planted(tmp_path_factory):
     run = [0.5] * 20
     m = h.market(S, C, [0.3, 0.6] * 10, ("1", "0"))
     cid = m["conditionId"]
-    h.trades[cid] = [r for r in h.trades[cid] if not (datetime.fromtimestamp(r["timestamp"], UTC).day in range(3, 11))]
+    h.trades[cid] = [r for r in h.trades[cid] if datetime.fromtimestamp(r["timestamp"], UTC).day not in range(3, 11)]
     h.event("gap", [m])
     h.event("certain", [h.market(S, C, [0.97, 0.975] * 10, ("1", "0"))])
     h.event("flat", [h.market(S, C, [0.4, 0.4005] * 10, ("1", "0"))])

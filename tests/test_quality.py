@@ -18,7 +18,7 @@ from forecast_env.config import load_config
 from forecast_env.errors import ConfigError
 from forecast_env.schema import CORPUS_REASONS
 
-NEWS = "\n\n".join(  # noqa: FLY002
+NEWS = "\n\n".join(
     [
         "The city council voted on Tuesday to approve a new budget that raises spending on schools and roads by four percent.",
         "Mayor Jane Smith said the plan was the result of months of negotiation with residents, unions and local businesses.",

@@ -7,10 +7,9 @@ article order, opened memory-mapped so that many processes share the page cache.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import importlib
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
