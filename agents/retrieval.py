@@ -15,7 +15,7 @@ Reading (`score_options`), the way a hurried news reader would:
   ("secured", "approve", "leads", "ahead", "encouraging", "exceeded"...) minus those that point
   down ("delayed", "trails", "against", "investigation", "glitch", "lukewarm", "withdrawn"...); a cue
   within three words after a negation ("not", "no longer", "without") flips; "ahead of the vote"
-  style time phrases are not cues; direct quotes (spokespeople talking up their side) are skipped.
+  ("before the vote") is not a cue; direct quotes (spokespeople talking up their side) are skipped.
 * Recency. A document's weight halves every `half_life_days` before the forecast date.
 * Yes/No: z = sum of weighted sentence balances over sqrt(1 + weighted cue-sentence count), so
   evidence that agrees piles up while mixed evidence stays near 0; p(Yes) = logistic(z / temperature).
@@ -45,10 +45,11 @@ POSITIVE = (
     # movement
     "surge", "surged", "gained", "gaining", "gains", "rose", "rising", "rises", "climbed", "jumped",
     "boost", "boosted", "improved", "improving", "outpaced", "exceeded", "beat", "beats", "extended",
-    "clear", "cleared", "clearing", "top prize", "first place", "at the top", "highest",
+    "clear", "cleared", "clearing", "top prize", "first place", "at the top", "highest", "strongest",
+    "easiest", "kindest",
     # support and decisions
     "backing", "backed", "backs", "endorsed", "endorsement", "endorse", "support", "supported",
-    "supports", "secured", "secure", "approve", "approved", "advanced", "passed", "agreement",
+    "supports", "secured", "secure", "approve", "approved", "advanced", "pass", "passed", "agreement",
     "agreed", "green light", "enough votes", "reaffirmed", "praised", "praise", "impressed",
     "welcomed",
     # results and readiness
@@ -62,7 +63,8 @@ NEGATIVE = (
     "unlikely", "trails", "trailing", "trail", "behind", "doubts", "doubt", "falls behind", "lost ground",
     "losing", "lost", "underdog", "pessimistic", "skeptical", "sceptical", "uncertain future",
     # movement
-    "fell", "falling", "slipped", "slump", "dropped", "drop", "stumbled", "cut", "cuts", "lowered",
+    "fell", "falling", "slip", "slips", "slipped", "slump", "dropped", "drop", "stumble", "stumbles",
+    "stumbled", "cut", "cuts", "lowered",
     "downgraded", "lengthened", "denting", "hurting", "hurt", "weakening", "weak", "weaker",
     # opposition and obstacles
     "rejected", "reject", "oppose", "opposed", "opposition to", "against", "block", "blocked",
@@ -81,15 +83,10 @@ NEGATIVE = (
 NEGATORS = ("not", "no", "never", "no longer", "hardly", "nor", "n't", "without", "unlikely to", "failed to")
 
 _SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-           "october", "november", "december")
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-#: "ahead of <time word>" means "before", not "leading"
+#: "ahead of" means "before" unless a figure, the schedule or the competition follows
 _BEFORE_RE = re.compile(
-    r"\s+of\s+(?:the\s+|a\s+|its\s+|their\s+|next\s+|this\s+)?(?:"
-    + "|".join(_MONTHS + _WEEKDAYS)
-    + r"|deadline|vote|meeting|ceremony|final|launch|release|decision|date|weekend|season|election|"
-      r"hearing|readout|results|debate|opening|announcement|window|start|end|time|target)\b",
+    r"\s+of\b(?!\s+(?:\d|schedule|expectations|forecasts?|estimates|rivals?|competitors?|"
+    r"(?:the|its|their|all|most)\s+(?:field|pack|competition|rest|rivals?|others)\b))",
     re.IGNORECASE)
 _QUOTE_START = ("\"", "\u201c", "'", "\u2018")
 
@@ -150,6 +147,9 @@ def _option_pattern(option: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(option.strip()) + r"(?!\w)", re.IGNORECASE)
 
 
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _CAP_RE = re.compile(r"[A-Z][\w'’-]*|\d[\w-]*")
 _CONNECT = {"of", "the", "over", "from", "and", "in", "on", "for", "to", "at", "de", "la"}
 _NOT_ENTITY = {"will", "who", "which", "what", "when", "where", "how", "is", "are", "does", "do", "the", "a",
@@ -375,14 +375,15 @@ class RetrievalAgent:
             self._absorb(obs)
 
         # open the most relevant unread articles, newest first
-        names = entities if yes_no else entities + [o.lower() for o in options]
+        option_names = [o.lower() for o in options]
 
         def rel(doc_id: str) -> float:
             d = self.docs[doc_id]
             text = f"{d.get('title') or ''}\n{d.get('summary') or ''}".lower()
             if yes_no:
                 return relevance(text, entities)
-            return float(any(_contains(text, n) for n in names)) if names else 1.0
+            named = any(_contains(text, n) for n in option_names)
+            return float(named) + 0.5 * relevance(text, entities) if entities else float(named)
 
         candidates = [d for d in self.docs if d not in self.opened and _as_date(self.docs[d].get("day")) is not None]
         candidates.sort(key=lambda d: (rel(d) > 0, rel(d), _as_date(self.docs[d]["day"]),
