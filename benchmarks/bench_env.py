@@ -80,7 +80,14 @@ def build_workspace(root: Path, n_articles: int, n_events: int = 40, seed: int =
     return ws.root
 
 
-def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tuple[int, float]:
+def _query(rng: random.Random, unique: bool, counter: list[int]) -> str:
+    """A query from the fixed list; with `unique`, made distinct so the query-vector cache never hits."""
+    counter[0] += 1
+    q = rng.choice(QUERIES)
+    return f"{q} variant {counter[0]}" if unique else q
+
+
+def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid", unique: bool = False) -> tuple[int, float]:
     """Scripted agent through the environment for about `seconds`: (tool steps, elapsed)."""
     from forecast_env.envs import ForecastEnv
 
@@ -89,13 +96,13 @@ def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tup
     env.reset(seed=seed)
     env.step({"tool": "search", "args": {"query": "warm up"}})  # loads the query encoder
     env.reset(seed=seed)
-    steps, t0 = 0, time.perf_counter()
+    steps, t0, counter = 0, time.perf_counter(), [0]
     while time.perf_counter() - t0 < seconds:
         done = False
         while not done:
             hits = []
             for _ in range(2):
-                _, _, done, _, info = env.step({"tool": "search", "args": {"query": rng.choice(QUERIES),
+                _, _, done, _, info = env.step({"tool": "search", "args": {"query": _query(rng, unique, counter),
                                                                            "mode": mode}})
                 hits = info["tool_result"]["hits"] or hits
             env.step({"tool": "open_article", "args": {"doc_id": hits[0]["doc_id"] if hits else "none"}})
@@ -105,7 +112,8 @@ def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tup
     return steps, time.perf_counter() - t0
 
 
-def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> tuple[int, float]:
+def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid",
+               unique: bool = False) -> tuple[int, float]:
     """The same calls straight on the Searcher (plus scoring), without the environment."""
     from forecast_env.envs.forecast_env import load_episodes
 
@@ -116,14 +124,14 @@ def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid") -> 
     eps = load_episodes(ws, "all")
     rng = random.Random(seed)
     s.search("warm up", eps[0].dates[0].day, 10, "hybrid")
-    steps, t0, i = 0, time.perf_counter(), 0
+    steps, t0, i, counter = 0, time.perf_counter(), 0, [0]
     while time.perf_counter() - t0 < seconds:
         ep = eps[i % len(eps)]
         i += 1
         for d in ep.dates:
             hits = []
             for _ in range(2):
-                hits = s.search(rng.choice(QUERIES), d.day, 10, mode) or hits
+                hits = s.search(_query(rng, unique, counter), d.day, 10, mode) or hits
             if hits:
                 s.open_article(hits[0].doc_id, d.day)
             score_report({"Yes": 0.6, "No": 0.4}, ep.label, d.options, 0.5)
@@ -150,8 +158,11 @@ def run_overhead(ws: str, seconds: float) -> tuple[int, float]:
     return steps, time.perf_counter() - t0
 
 
-def _worker(args: tuple[str, float, int, str]) -> tuple[int, float]:
-    return run_env(args[0], args[1], args[2], args[3])
+def _worker(args: tuple[str, float, int, str, bool]) -> tuple[int, float]:
+    import os
+
+    os.environ["OMP_NUM_THREADS"] = "1"  # two processes share two cores: one compute thread each
+    return run_env(*args)
 
 
 def main() -> None:
@@ -160,6 +171,8 @@ def main() -> None:
     ap.add_argument("--articles", type=int, default=3000, help="articles of the generated workspace")
     ap.add_argument("--seconds", type=float, default=10.0, help="measuring time per configuration")
     ap.add_argument("--modes", default="hybrid,bm25", help="search modes to measure, comma-separated")
+    ap.add_argument("--unique-queries", action="store_true",
+                    help="make every query distinct (no query-vector cache hits: the worst case for hybrid)")
     args = ap.parse_args()
     if args.workspace:
         ws = args.workspace
@@ -171,15 +184,16 @@ def main() -> None:
     print(f"ForecastEnv without retrieval (notebook_add + forecast steps): {steps / el:9.1f} steps/s "
           f"({1000 * el / steps:.3f} ms/step)")
     for mode in args.modes.split(","):
-        steps, el = run_direct(ws, args.seconds, mode=mode)
+        steps, el = run_direct(ws, args.seconds, mode=mode, unique=args.unique_queries)
         direct = steps / el
         print(f"[{mode}] direct Searcher calls (no env):     {direct:8.1f} tool steps/s")
-        steps, el = run_env(ws, args.seconds, mode=mode)
+        steps, el = run_env(ws, args.seconds, mode=mode, unique=args.unique_queries)
         single = steps / el
         print(f"[{mode}] ForecastEnv, 1 process:             {single:8.1f} tool steps/s  "
               f"(difference {1000 * (1 / single - 1 / direct):+.3f} ms/step)")
         with mp.get_context("spawn").Pool(2) as pool:
-            res = pool.map(_worker, [(ws, args.seconds, 1, mode), (ws, args.seconds, 2, mode)])
+            res = pool.map(_worker, [(ws, args.seconds, 1, mode, args.unique_queries),
+                                       (ws, args.seconds, 2, mode, args.unique_queries)])
         total = sum(s / e for s, e in res)
         print(f"[{mode}] ForecastEnv, 2 processes (1 index): {total:8.1f} tool steps/s in total "
               f"({', '.join(f'{s / e:.1f}' for s, e in res)} per process)")

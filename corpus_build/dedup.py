@@ -160,7 +160,7 @@ class MinHasher:
     scheme "affine32": fmix32 pre-mix then `a * h + b` in uint32 (datasketch 2.x default).
     """
 
-    def __init__(self, num_perm: int = 128, seed: int = 1, scheme: str = "legacy",
+    def __init__(self, num_perm: int = 128, seed: int = 1, scheme: str = "affine32",
                  shingle_hash: str = "fast", k: int = 5) -> None:
         if scheme not in ("legacy", "affine32"):
             raise ConfigError(f"dedup.minhash_scheme = {scheme!r}; choose legacy or affine32")
@@ -318,7 +318,7 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
 
     # (c) MinHash-LSH: sharing one full band with an earlier article
     hasher = MinHasher(num_perm=int(cfg.get("num_perm", 128)), seed=int(cfg.get("seed", 1)),
-                       scheme=str(cfg.get("minhash_scheme", "legacy")),
+                       scheme=str(cfg.get("minhash_scheme", "affine32")),
                        shingle_hash=str(cfg.get("shingle_hash", "fast")), k=int(cfg.get("shingle_words", 5)))
     sig, ok = hasher.signatures(df["body"].to_list())
     lsh = lsh_partners(sig[ok], df["rank"].to_numpy()[ok], int(cfg.get("bands", 8)), int(cfg.get("rows", 16)))

@@ -159,7 +159,7 @@ def test_retrieval_beats_uniform_on_micro(micro_events):
     assert brier["retrieval"] < brier["uniform"] - 0.05, brier
 
 
-@pytest.mark.benchmark  # builds three tiny worlds: minutes on 2 cores (benchmarks/results_acceptance.md)
+@pytest.mark.benchmark  # builds three tiny worlds: minutes on 2 cores (benchmarks/RESULTS.md, acceptance section)
 @pytest.mark.skipif(not _synth_available(), reason="the sample-world generator has not landed")
 def test_acceptance_retrieval_beats_uniform_on_tiny(tmp_path_factory):
     """Issue 7 acceptance: on the tiny sample world, world seeds 0, 1 and 2 (>= 25 eval events each),

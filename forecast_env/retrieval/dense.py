@@ -97,7 +97,9 @@ class Embedder:
             if self.device == "cpu":
                 import torch
 
-                torch.set_num_threads(os.cpu_count() or 1)
+                # all cores, unless the process was given a share (worker pools set OMP_NUM_THREADS)
+                share = os.environ.get("OMP_NUM_THREADS", "")
+                torch.set_num_threads(int(share) if share.isdigit() and int(share) > 0 else os.cpu_count() or 1)
             kwargs: dict[str, Any] = {"device": self.device}
             if self.backend != "torch":
                 kwargs["backend"] = self.backend
