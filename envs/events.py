@@ -50,6 +50,7 @@ from forecast_env import schema
 from forecast_env.config import load_config
 from forecast_env.errors import EventsError, IndexMissingError, WorkspaceError
 from forecast_env.store import (
+    EVENT_TABLES,
     Workspace,
     atomic_write_json,
     atomic_write_table,
@@ -877,9 +878,7 @@ def _tables(final: list[Candidate], beliefs: pl.DataFrame, trades_daily: pl.Data
 def _write(ws: Workspace, tables: dict[str, pa.Table], run: _Run, cfg: Mapping[str, Any], seconds: float) -> None:
     """Write the tables, keeping the rows of the other source (Polymarket vs imported questions)."""
     prefix = SOURCE_PREFIX[run.source]
-    for name, sch in (("events", schema.EVENTS), ("legs", schema.LEGS), ("beliefs", schema.BELIEFS),
-                      ("trades_daily", schema.TRADES_DAILY), ("schedule", schema.SCHEDULE),
-                      ("screen", schema.SCREEN), ("excluded", schema.EXCLUDED)):
+    for name, sch in EVENT_TABLES.items():
         path = ws.events_table(name)
         new = pl.from_arrow(_conform(tables[name], sch))
         if path.exists():
@@ -993,9 +992,7 @@ def load_events(workspace: str | Path) -> EventTables:
     """Read every events table of a workspace (a clear error when the build has not run)."""
     ws = Workspace.at(workspace)
     frames = {}
-    for name, sch in (("events", schema.EVENTS), ("legs", schema.LEGS), ("beliefs", schema.BELIEFS),
-                      ("trades_daily", schema.TRADES_DAILY), ("schedule", schema.SCHEDULE),
-                      ("screen", schema.SCREEN), ("excluded", schema.EXCLUDED)):
+    for name, sch in EVENT_TABLES.items():
         path = ws.require(ws.events_table(name), f"events table {name!r}",
                           "forecast-env events build --polymarket DIR --workspace WS")
         frames[name] = pl.from_arrow(read_table(path, sch))
