@@ -237,3 +237,15 @@ def test_micro_world_against_truth(micro_events, micro_truth):
         late = micro_truth["events"][eid].get("late_legs") or []
         if late:
             assert any(starts[o] > ev["start_day"] for o in late), eid
+
+
+def test_entries_that_are_not_events_are_counted_and_excluded(tmp_path):
+    """A Gamma page holding strings, numbers or nulls beside events: counted in, excluded as bad_json."""
+    pm = tmp_path / "pm"
+    (pm / "gamma").mkdir(parents=True)
+    (pm / "gamma" / "events-0.json").write_text(json.dumps([{"id": "7", "markets": "oops"}, "junk", 42, None]))
+    summary = build_events(pm, tmp_path / "ws", config=MARKET_ONLY, progress=False)
+    assert summary["events_in"] == 4 and summary["kept"] == 0
+    excluded = load_events(tmp_path / "ws").excluded
+    assert excluded.height == 4
+    assert set(excluded["stage"]) == {"parse"} and set(excluded["reason"]) == {"bad_json"}

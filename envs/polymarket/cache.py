@@ -199,17 +199,18 @@ class PolymarketCache:
             )
         return data
 
-    def events(self) -> Iterator[dict]:
+    def events(self) -> Iterator[Any]:
         """All cached events, de-duplicated by id (the page with the highest offset wins), sorted by id.
 
-        Entries that are not JSON objects are skipped; events without an id are kept (after those with
-        one) so that the event builder can exclude them with a reason.
+        Entries without an id, and entries that are not JSON objects at all, come last, so that the
+        event builder counts them and excludes them with a reason.
         """
         by_id: dict[str, dict] = {}
         no_id: list[dict] = []
         for offset in self.page_offsets():
             for event in self.read_page(offset):
                 if not isinstance(event, dict):
+                    no_id.append(event)  # the builder excludes it with a parse reason
                     continue
                 raw = event.get("id")
                 if raw is None or str(raw) == "":
