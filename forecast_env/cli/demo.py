@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     world = ws / "world"
     shared = [a for c in args.config for a in ("--config", c)] + [a for s in args.overrides for a in ("--set", s)]
     workers = ["--workers", str(args.workers)] if args.workers else []
-    run_id = f"demo-{args.preset}-seed{args.seed}"
+    # a fresh run each time: a rerun after a code or config change must not try to resume an old run
+    run_id = f"demo-{args.preset}-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     t_all = time.perf_counter()
 
     if (world / "truth.json").exists():
