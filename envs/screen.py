@@ -27,8 +27,7 @@ from datetime import date, timedelta
 from importlib import resources
 from typing import Any, Protocol
 
-import httpx
-
+from forecast_env.chat import ChatClient as HttpChatClient
 from forecast_env.errors import EndpointError
 
 VERDICTS = ("Sufficient", "Partial", "Insufficient")
@@ -173,7 +172,8 @@ def decompose_offline(view: Mapping[str, Any], min_queries: int = 4, max_queries
 
 @dataclass
 class ChatClient:
-    """POSTs chat-completions requests to an OpenAI-compatible endpoint, with retries."""
+    """Asks an OpenAI-compatible endpoint for one JSON answer (the core `forecast_env.chat` client
+    does the HTTP and transient retries; an unreadable answer is asked again, up to `max_retries`)."""
 
     base_url: str
     model: str
@@ -192,13 +192,13 @@ class ChatClient:
                    timeout_seconds=float(llm["timeout_seconds"]), max_retries=int(llm["max_retries"]),
                    backoff_seconds=float(llm.get("backoff_seconds", 1.0)))
 
+    def __post_init__(self) -> None:
+        self._http = HttpChatClient(self.base_url, api_key=os.environ.get(self.api_key_env),
+                                    timeout_seconds=self.timeout_seconds, max_retries=self.max_retries,
+                                    backoff_seconds=self.backoff_seconds)
+
     def complete_json(self, system: str, user: str) -> dict:
-        """Send one conversation; return the first JSON object of the answer (retrying on failures)."""
-        url = self.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        """Send one conversation; return the first JSON object of the answer."""
         body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
         last = "no attempt"
@@ -206,23 +206,13 @@ class ChatClient:
             if attempt and self.backoff_seconds > 0:
                 time.sleep(self.backoff_seconds * 2 ** (attempt - 1))
             self.calls += 1
+            result = self._http.complete(body)  # EndpointError after its own retries
             try:
-                resp = httpx.post(url, json=body, headers=headers, timeout=self.timeout_seconds)
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            if resp.status_code != 200:
-                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                if resp.status_code in (400, 401, 403, 404):
-                    break  # retrying will not help
-                continue
-            try:
-                content = resp.json()["choices"][0]["message"]["content"]
-                return parse_json_object(content)
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                return parse_json_object(result.message.get("content"))
+            except ValueError as exc:
                 last = f"unreadable answer ({exc})"
-                continue
-        raise EndpointError(f"{url} (model {self.model}) failed after {self.max_retries + 1} attempt(s): {last}")
+        raise EndpointError(f"{self._http.url} (model {self.model}) gave no readable JSON answer in "
+                            f"{self.max_retries + 1} attempt(s): {last}")
 
 
 def parse_json_object(text: str) -> dict:
