@@ -107,6 +107,9 @@ def build_index(
     ws = Workspace.at(workspace)
     shards = ws.article_shards()
     if not shards:
+        if (ws.corpus_dir / "report.md").exists():
+            raise CorpusError(f"{ws.root}: the corpus holds no articles: every record was dropped; "
+                              f"{ws.corpus_dir / 'report.md'} says at which stage and why")
         raise CorpusError(f"{ws.root}: no article store at {ws.articles_dir}; build the corpus first "
                           "(forecast-env corpus build)")
     embed_cfg = dict(cfg["embed"])

@@ -207,3 +207,16 @@ def test_searcher_opens_in_many_processes(built):
 
 def _bm25_ids(root: str, q: str) -> list[str]:
     return [h.doc_id for h in Searcher.open(root).search(q, "2025-04-15", mode="bm25")]
+
+
+def test_index_build_on_an_empty_corpus_says_why(tmp_path):
+    """A corpus whose every record was dropped: the message points at the funnel, not at `corpus build`."""
+    from forecast_env.corpus_build.index import build_index
+    from forecast_env.errors import CorpusError
+
+    with pytest.raises(CorpusError, match="corpus build"):
+        build_index(tmp_path, progress=False)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "report.md").write_text("# funnel\n")
+    with pytest.raises(CorpusError, match="holds no articles"):
+        build_index(tmp_path, progress=False)
