@@ -198,3 +198,27 @@ def test_acceptance_retrieval_beats_uniform_on_tiny(tmp_path_factory):
     est = paired_difference(pl.concat(frames, how="diagonal_relaxed"), "retrieval", "uniform",
                             boot=Boot(draws=4000, seed=0))
     assert est.n_events >= 75 and est.hi < 0, est
+
+
+def test_llm_agent_runs_through_a_local_endpoint(ws):
+    """The runner drives the llm agent over real HTTP (asyncio path): scored forecasts, token telemetry
+    and the chat transcript are recorded; a dead endpoint leaves every date missing, never uniform."""
+    from chat_server import ChatServer, Status, forecasting_policy
+
+    spec = {"name": "llm", "label": "llm", "model": "scripted", "backoff_seconds": 0.0, "max_retries": 1}
+    with ChatServer(default=forecasting_policy(searches=1)) as srv:
+        run_dir = run_benchmark(ws, [{**spec, "base_url": srv.base_url}], run_id="llm-up", workers=1,
+                                progress=False)
+    f = pl.read_parquet(run_dir / "forecasts.parquet")
+    assert f.height > 0 and not f["missing"].any() and f["brier"].is_not_null().all()
+    assert f["fallback"].is_null().all()  # the model's own reports were scored
+    calls = pl.read_parquet(run_dir / "tool_calls.parquet")
+    assert {"search", "forecast"} <= set(calls["tool"]) and calls["prompt_tokens"].sum() > 0
+    traj = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert traj and all(t.get("messages") for t in traj)
+
+    with ChatServer(default=Status(503)) as dead:
+        run_dir = run_benchmark(ws, [{**spec, "base_url": dead.base_url}], run_id="llm-down", workers=1,
+                                progress=False)
+    f = pl.read_parquet(run_dir / "forecasts.parquet")
+    assert f.height > 0 and f["missing"].all() and f["brier"].is_null().all()
