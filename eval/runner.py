@@ -356,7 +356,8 @@ def run_benchmark(
            "seed": seed}
     n_workers = _resolve_workers(workers, bench)
     started = time.perf_counter()
-    results = _execute(ctx, todo, n_workers, engine, int(bench["llm"]["concurrency"]), progress, len(tasks))
+    results = _execute(ctx, todo, n_workers, engine, int(bench["llm"]["concurrency"]), progress, len(tasks),
+                       bench.get("ray_address"))
     seconds = time.perf_counter() - started
     failures = [r for r in results if r["error"]]
     if failures:
@@ -381,7 +382,7 @@ def run_benchmark(
 
 
 def _execute(ctx: dict[str, Any], todo: list[Task], workers: int, engine: str, concurrency: int, progress: bool,
-             total: int) -> list[dict]:
+             total: int, ray_address: str | None = None) -> list[dict]:
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -393,7 +394,7 @@ def _execute(ctx: dict[str, Any], todo: list[Task], workers: int, engine: str, c
         results: list[dict] = []
         if rest:
             if engine == "ray":
-                results += _execute_ray(ctx, rest, workers, bar)
+                results += _execute_ray(ctx, rest, workers, bar, ray_address)
             elif workers <= 1 or len(rest) <= 1:
                 _init_worker(ctx)
                 for t in rest:
@@ -430,14 +431,19 @@ def _execute_pool(ctx: dict[str, Any], tasks: list[Task], workers: int, bar: Any
     return results
 
 
-def _execute_ray(ctx: dict[str, Any], tasks: list[Task], workers: int, bar: Any) -> list[dict]:
+def _execute_ray(ctx: dict[str, Any], tasks: list[Task], workers: int, bar: Any,
+                 address: str | None = None) -> list[dict]:
     try:
         import ray
     except ImportError as exc:
         raise RunError("engine 'ray' needs Ray: pip install 'forecast-env[distributed]' (or use engine local)") from exc
     if not ray.is_initialized():
-        ray.init(num_cpus=workers, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(_ray_task)
+        if address:  # an existing cluster: its own resources decide the parallelism
+            ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    # one compute thread per task, as in the local pool
+    remote = ray.remote(num_cpus=1, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})(_ray_task)
     ctx_ref = ray.put(ctx)
     pending = [remote.remote(ctx_ref, asdict(t)) for t in tasks]
     results = []

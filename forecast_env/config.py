@@ -52,6 +52,7 @@ FLEXIBLE: dict[str, dict[str, tuple[type, ...]]] = {
     "env": {},
     "benchmark": {
         "workers": (int, type(None)),
+        "ray_address": (str, type(None)),
         "llm.model": (str, type(None)),
     },
 }

@@ -222,3 +222,19 @@ def test_llm_agent_runs_through_a_local_endpoint(ws):
                                 progress=False)
     f = pl.read_parquet(run_dir / "forecasts.parquet")
     assert f.height > 0 and f["missing"].all() and f["brier"].is_null().all()
+
+
+@pytest.mark.ray
+def test_ray_engine_equals_sequential(ws, seq_run):
+    """The same episodes on a local Ray give the same forecasts as the in-process loop."""
+    pytest.importorskip("ray")
+    import ray
+
+    try:
+        run_dir = run_benchmark(ws, ["uniform", "base_rate"], run_id="ray", engine="ray", workers=2, rollouts=1,
+                                progress=False)
+    finally:
+        ray.shutdown()
+    a = _forecasts(run_dir)
+    b = _forecasts(seq_run).filter((pl.col("rollout") == 0) & pl.col("agent").is_in(["uniform", "base_rate"]))
+    assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-12)

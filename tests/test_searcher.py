@@ -212,6 +212,7 @@ def _bm25_ids(root: str, q: str) -> list[str]:
 def test_index_build_on_an_empty_corpus_says_why(tmp_path):
     """A corpus whose every record was dropped: the message points at the funnel, not at `corpus build`."""
     from forecast_env.corpus_build.index import build_index
+
     from forecast_env.errors import CorpusError
 
     with pytest.raises(CorpusError, match="corpus build"):

@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--workers", type=int, default=None, help="parallel episodes (default: number of cores)")
     p.add_argument("--engine", default=None, choices=["local", "ray"])
+    p.add_argument("--ray-address", default=None, help="engine ray: address of an existing cluster (default: local Ray)")
     p.add_argument("--run-id", default=None, help="name of the run; rerun with the same id to resume")
     p.add_argument("--events", default=None, help="comma-separated event ids (default: every event of the split)")
     p.add_argument("--env-set", dest="env_overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -51,6 +52,8 @@ def run_cmd(args: argparse.Namespace) -> int:
     from forecast_env.eval.runner import run_benchmark
 
     bench = section_config(args, "benchmark")
+    if args.ray_address:
+        bench["ray_address"] = args.ray_address
     env_cfg = load_config("env", overrides=args.env_overrides)
     agents = [a.strip() for a in args.agents.split(",") if a.strip()] if args.agents else None
     events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
