@@ -305,16 +305,38 @@ def _jsonld_candidates(scripts: list[str], pub: dict, mod: dict) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _is_boiler(el) -> bool:
+def _is_boiler(el, own_block: bool = False) -> bool:
+    """Boilerplate by tag, class or id. For a paragraph/heading block itself (own_block) the id is
+    ignored: ids on blocks are in-page anchors slugged from the text ("share-prices-fall",
+    "nav_schredder_statt"), not page-template names."""
     if el.tag in _BOILER_TAGS:
         return True
-    attrs = (el.get("class") or "") + " " + (el.get("id") or "")
+    attrs = (el.get("class") or "") + ("" if own_block else " " + (el.get("id") or ""))
     return bool(attrs.strip()) and _BOILER_ATTR.search(attrs) is not None
 
 
+def _collect_text(el, parts: list[str]) -> None:
+    if el.text:
+        parts.append(el.text)
+    for child in el:
+        if isinstance(child.tag, str) and child.tag not in _BOILER_TAGS:
+            _collect_text(child, parts)
+        if child.tail:
+            parts.append(child.tail)
+
+
 def _block_text(el) -> str:
+    """Whitespace-collapsed text of el without script/style/figure/aside/... subtrees inside it.
+
+    Real pages nest such elements inside a block: an unclosed <p> swallows the following ad
+    <section><script> (libxml2 does not close <p> at HTML5 tags), and that script text would
+    otherwise reach the body (and trip the curly-bracket quality filter)."""
     try:
-        return " ".join(el.text_content().split())
+        if next(el.iterdescendants(*_BOILER_TAGS), None) is None:
+            return " ".join(el.text_content().split())
+        parts: list[str] = []
+        _collect_text(el, parts)
+        return " ".join("".join(parts).split())
     except ValueError:
         return ""
 
@@ -348,7 +370,7 @@ def _blocks(root) -> list[str]:
             continue
         if el.tag == "blockquote" and el.find(".//p") is not None:
             continue
-        if excluded(el) or _is_boiler(el):
+        if excluded(el) or _is_boiler(el, own_block=True):
             continue
         text = _block_text(el)
         if el.tag == "li" and len(text.split()) < 4:

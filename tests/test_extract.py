@@ -237,3 +237,31 @@ def test_against_sample_world_truth(request) -> None:
                         mismatches.append(f"{url} {key}: expected {exp[key]!r}, got {value!r}")
     assert checked > 0
     assert not mismatches, f"{len(mismatches)} mismatches of {checked} pages:\n" + "\n".join(mismatches[:20])
+
+
+def test_script_nested_in_unclosed_paragraph_stays_out_of_body() -> None:
+    # libxml2 does not close an open <p> at an HTML5 <section>: the ad slot's script ends up inside it.
+    para = "Researchers found a flint tool covered with birch tar near the coast of the North Sea. "
+    html = (
+        "<html><body><article><p>" + para * 3
+        + "<section class='banner'><script>googletag.cmd.push(function() { show('ad-2'); });</script>"
+        + "<style>.x { color: red; }</style></section>"
+        + "<p>" + para * 3 + "</p></article></body></html>"
+    )
+    ex = extract_page(html, "https://example.com/a")
+    assert ex.body is not None and "Researchers found" in ex.body
+    assert "googletag" not in ex.body and "{" not in ex.body and "color" not in ex.body
+
+
+def test_heading_with_anchor_id_kept() -> None:
+    # In-page anchor ids are slugged from the heading text; they must not read as boilerplate names.
+    para = "The committee met on Tuesday to discuss the budget and the new proposals for the city. "
+    html = (
+        "<html><body><article><p>" + para * 3 + "</p>"
+        "<h3 id='nav_share_prices_fall'>Share prices fall after the vote</h3>"
+        "<p>" + para * 3 + "</p><div id='comments'><p>" + "Great article, thanks a lot. " * 5 + "</p></div>"
+        "</article></body></html>"
+    )
+    ex = extract_page(html, "https://example.com/b")
+    assert "Share prices fall after the vote" in ex.body
+    assert "Great article" not in ex.body
