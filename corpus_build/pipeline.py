@@ -48,7 +48,8 @@ from forecast_env.store import (
 PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "timestamps", "leakage")
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution",)
-PART_VERSION = 1
+#: Bump whenever the per-file stages change what they produce, so existing parts are redone.
+PART_VERSION = 2  # 2: extraction keeps scripts out of unclosed paragraphs; heading anchor ids
 
 _WORKER: dict[str, Any] = {}
 
