@@ -447,6 +447,41 @@ def _trafilatura_body(tree, url: str) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
+_TITLE_SEP = re.compile(r"\s+[|\u2013\u2014\u00b7:-]{1,2}\s+|\s*\|\s*")
+
+
+def _site_key(name: str) -> str:
+    name = name.strip().lower().removeprefix("@").removeprefix("www.")
+    if re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", name):  # a domain ("DW.COM"): its registrable label
+        name = _host_label(f"http://{name}/")
+    return re.sub(r"[^a-z0-9]", "", name)
+
+
+def _host_label(url: str) -> str:
+    """The registrable label of a URL's host ("www.dw.com" -> "dw", "news.bbc.co.uk" -> "bbc")."""
+    host = urlsplit(url).hostname or ""
+    labels = [x for x in host.split(".") if x and x != "www"]
+    if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in ("co", "com", "org", "net", "ac", "gov"):
+        labels = labels[:-2]
+    elif len(labels) >= 2:
+        labels = labels[:-1]
+    return labels[-1] if labels else ""
+
+
+def strip_site_suffix(title: str | None, site_names: list[str]) -> str | None:
+    """Cut a trailing " | Site" / " - Site ..." from a title when the segment names the site (its
+    og:site_name, application-name, twitter:site, or the URL's host label); other titles are kept."""
+    names = {k for k in (_site_key(n) for n in site_names if n) if len(k) >= 2}
+    if not title or not names:
+        return title
+    for m in _TITLE_SEP.finditer(title):
+        head = title[: m.start()].strip()
+        segment = _TITLE_SEP.split(title[m.end():], maxsplit=1)[0]
+        if len(head.split()) >= 2 and _site_key(segment) in names:
+            return head
+    return title
+
+
 def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> Extracted:
     """Parse one HTML page once and extract text fields, canonical link and timestamp candidates."""
     tree = _parse(html)
@@ -459,6 +494,7 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> 
     meta_pub_named: list[tuple[int, int, str]] = []
     meta_mod_named: list[tuple[int, int, str]] = []
     og_title = description = og_description = twitter_description = None
+    site_names: list[str] = []
 
     for i, meta in enumerate(tree.iter("meta")):
         content = meta.get("content")
@@ -483,6 +519,8 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> 
                 meta_mod_named.append((_META_MOD_NAMES[key], i, content))
             elif key == "og:title" and og_title is None:
                 og_title = content
+            elif key in ("og:site_name", "application-name", "twitter:site"):
+                site_names.append(content)
             elif key == "description" and description is None:
                 description = content
             elif key == "og:description" and og_description is None:
@@ -543,6 +581,7 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> 
     if title is None:
         t = tree.find(".//title")
         title = _clean_inline(t.text_content() if t is not None else None)
+    title = strip_site_suffix(title, [*site_names, _host_label(url)])
     if title is None:
         h1 = tree.find(".//h1")
         title = _clean_inline(_block_text(h1) if h1 is not None else None)

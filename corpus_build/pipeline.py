@@ -49,7 +49,7 @@ PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "t
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution",)
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 2  # 2: extraction keeps scripts out of unclosed paragraphs; heading anchor ids
+PART_VERSION = 3  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles
 
 _WORKER: dict[str, Any] = {}
 

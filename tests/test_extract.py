@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
+import pytest
 from forecast_env.corpus_build.extract import extract_page, normalize_text, url_date
 
 PARA = (
@@ -265,3 +266,30 @@ def test_heading_with_anchor_id_kept() -> None:
     ex = extract_page(html, "https://example.com/b")
     assert "Share prices fall after the vote" in ex.body
     assert "Great article" not in ex.body
+
+
+@pytest.mark.parametrize(
+    "title, names, expected",
+    [
+        ("Uncorking the wine trade | DW | 10.06.2013", ["DW.COM"], "Uncorking the wine trade"),
+        ("Parasite wins best picture - Reuters", ["Reuters"], "Parasite wins best picture"),
+        ("Apple unveils iOS 13 - The Verge", ["theverge"], "Apple unveils iOS 13"),
+        ("Biden - Reuters poll shows lead", ["Reuters"], "Biden - Reuters poll shows lead"),
+        ("Council votes on budget | City Hall", ["Herald"], "Council votes on budget | City Hall"),
+        ("Reuters | Markets", ["Reuters"], "Reuters | Markets"),
+    ],
+)
+def test_site_suffix_is_cut_only_when_it_names_the_site(title, names, expected):
+    from forecast_env.corpus_build.extract import strip_site_suffix
+
+    assert strip_site_suffix(title, names) == expected
+
+
+def test_title_suffix_from_og_site_name_and_host():
+    html = ('<html><head><meta property="og:site_name" content="Westmarch Herald">'
+            '<title>Council approves the harbour budget | Westmarch Herald</title></head>'
+            '<body><article><p>The council approved the budget on Tuesday after a long debate.</p></article></body></html>')
+    assert extract_page(html, "https://example.org/a").title == "Council approves the harbour budget"
+    html2 = html.replace('<meta property="og:site_name" content="Westmarch Herald">', "").replace(
+        "Westmarch Herald</title>", "DW</title>")
+    assert extract_page(html2, "https://www.dw.com/en/a").title == "Council approves the harbour budget"
