@@ -138,64 +138,70 @@ def _skip(env: Any, reason: str) -> tuple[Any, float, bool, bool, dict] | None:
     )
 
 
-def _summary(event_id: Any, rewards: list[float], actions: int, skipped: list[str], info: dict) -> dict:
-    return {
-        "event_id": info.get("event_id", event_id),
-        "return": float(sum(rewards)),
-        "n_actions": actions,
-        "skipped": skipped,
-        "scores": info.get("scores"),
-        "final_info": info,
-    }
+class _Episode:
+    """The bookkeeping shared by the sync and async driver loops: reset, apply one action (or a
+    failed agent call), and the summary at the end."""
 
+    def __init__(self, env: Any, agent: Any, seed: int | None, event_id: str | None, max_actions: int) -> None:
+        agent.reset(seed=seed)
+        options = {"event_id": event_id} if event_id is not None else None
+        self.env, self.event_id, self.max_actions = env, event_id, max_actions
+        self.obs, self.info = env.reset(seed=seed, options=options)
+        self.rewards: list[float] = []
+        self.skipped: list[str] = []
+        self.actions = 0
+        self.done = False
 
-def _reset(env: Any, seed: int | None, event_id: str | None) -> tuple[Any, dict]:
-    options = {"event_id": event_id} if event_id is not None else None
-    return env.reset(seed=seed, options=options)
+    @property
+    def running(self) -> bool:
+        return not self.done and self.actions < self.max_actions
+
+    def apply(self, action: Any = None, failure: EndpointError | None = None) -> None:
+        """Step the env with `action`, or mark the date missing when the agent's endpoint failed."""
+        if failure is not None:
+            self.skipped.append(str(parse_observation(self.obs, self.info).get("forecast_date")))
+            self.obs, reward, terminated, truncated, self.info = _skip(self.env, str(failure))
+        else:
+            self.obs, reward, terminated, truncated, self.info = self.env.step(action)
+            self.actions += 1
+        self.rewards.append(float(reward))
+        self.done = bool(terminated or truncated)
+
+    def summary(self) -> dict:
+        return {
+            "event_id": self.info.get("event_id", self.event_id),
+            "return": float(sum(self.rewards)),
+            "n_actions": self.actions,
+            "skipped": self.skipped,
+            "scores": self.info.get("scores"),
+            "final_info": self.info,
+        }
 
 
 def run_episode(env: Any, agent: Any, seed: int | None = None, event_id: str | None = None,
                 max_actions: int = 100_000) -> dict:
     """Play one episode with a sync agent; an `EndpointError` marks that date missing and goes on."""
-    agent.reset(seed=seed)
-    obs, info = _reset(env, seed, event_id)
-    rewards: list[float] = []
-    skipped: list[str] = []
-    actions = 0
-    done = False
-    while not done and actions < max_actions:
+    ep = _Episode(env, agent, seed, event_id, max_actions)
+    while ep.running:
         try:
-            action = agent.act(obs, info)
+            action = agent.act(ep.obs, ep.info)
         except EndpointError as exc:
-            skipped.append(str(parse_observation(obs, info).get("forecast_date")))
-            obs, reward, terminated, truncated, info = _skip(env, str(exc))
+            ep.apply(failure=exc)
         else:
-            obs, reward, terminated, truncated, info = env.step(action)
-            actions += 1
-        rewards.append(float(reward))
-        done = bool(terminated or truncated)
-    return _summary(event_id, rewards, actions, skipped, info)
+            ep.apply(action)
+    return ep.summary()
 
 
 async def arun_episode(env: Any, agent: Any, seed: int | None = None, event_id: str | None = None,
                        max_actions: int = 100_000) -> dict:
     """Play one episode with an async agent (`aact`), else a sync one (`act`)."""
-    agent.reset(seed=seed)
-    obs, info = _reset(env, seed, event_id)
-    rewards: list[float] = []
-    skipped: list[str] = []
-    actions = 0
-    done = False
+    ep = _Episode(env, agent, seed, event_id, max_actions)
     has_aact = hasattr(agent, "aact")
-    while not done and actions < max_actions:
+    while ep.running:
         try:
-            action = await agent.aact(obs, info) if has_aact else agent.act(obs, info)
+            action = await agent.aact(ep.obs, ep.info) if has_aact else agent.act(ep.obs, ep.info)
         except EndpointError as exc:
-            skipped.append(str(parse_observation(obs, info).get("forecast_date")))
-            obs, reward, terminated, truncated, info = _skip(env, str(exc))
+            ep.apply(failure=exc)
         else:
-            obs, reward, terminated, truncated, info = env.step(action)
-            actions += 1
-        rewards.append(float(reward))
-        done = bool(terminated or truncated)
-    return _summary(event_id, rewards, actions, skipped, info)
+            ep.apply(action)
+    return ep.summary()
