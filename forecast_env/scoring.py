@@ -1,4 +1,4 @@
-"""Scoring of probability reports (SPEC section 6): normalization, Brier, tie accuracy, log vs market.
+"""Scoring of probability reports (docs/design.md §6): normalization, Brier, tie accuracy, log vs market.
 
 A usable report is a mapping of labels to numbers (or numeric strings), or a list aligned with the
 offered options. Negative entries are clipped to 0 and the positive mass is normalized. Unusable
@@ -67,7 +67,7 @@ def _to_number(value: Any) -> float | None:
 
 
 def normalize_report(probs: Any, options: Sequence[str]) -> Report:
-    """Normalize an agent's report over `options` (SPEC section 6); never raises on bad input."""
+    """Normalize an agent's report over `options` (docs/design.md §6); never raises on bad input."""
     options = list(options)
     if isinstance(probs, Report):
         return probs
@@ -137,34 +137,3 @@ def score_report(
         log_vs_market=log_score_vs_market(rep, truth, options, market_prob, eps),
         report=rep,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# vectorized variants over whole tables of already-normalized, option-aligned forecasts
-# ---------------------------------------------------------------------------------------------
-
-
-def brier_batch(probs: np.ndarray, truth_index: np.ndarray) -> np.ndarray:
-    """Brier per row of an (n, K) array of normalized forecasts (pad short rows with 0)."""
-    p = np.asarray(probs, dtype=np.float64)
-    onehot = np.zeros_like(p)
-    onehot[np.arange(p.shape[0]), np.asarray(truth_index)] = 1.0
-    return ((p - onehot) ** 2).sum(axis=1)
-
-
-def tie_accuracy_batch(probs: np.ndarray, truth_index: np.ndarray) -> np.ndarray:
-    """Fractional-tie accuracy per row of an (n, K) array of normalized forecasts."""
-    p = np.asarray(probs, dtype=np.float64)
-    top = p.max(axis=1, keepdims=True)
-    is_max = (top - p) <= TIE_TOL
-    hit = is_max[np.arange(p.shape[0]), np.asarray(truth_index)]
-    return hit / is_max.sum(axis=1)
-
-
-def log_score_batch(
-    probs: np.ndarray, truth_index: np.ndarray, market_prob: np.ndarray, eps: float = DEFAULT_EPS
-) -> np.ndarray:
-    """ln p(Y) - ln m(Y) per row; NaN where the market probability is NaN."""
-    p = np.asarray(probs, dtype=np.float64)[np.arange(len(truth_index)), np.asarray(truth_index)]
-    m = np.asarray(market_prob, dtype=np.float64)
-    return np.log(np.clip(p, eps, 1.0)) - np.log(np.clip(m, eps, 1.0))

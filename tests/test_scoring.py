@@ -1,4 +1,4 @@
-"""Scoring (SPEC section 6): every rule, the paper's identities, and an independent implementation."""
+"""Scoring (docs/design.md §6): every rule, the paper's identities, and an independent implementation."""
 
 from __future__ import annotations
 
@@ -12,13 +12,10 @@ from hypothesis import strategies as st
 from forecast_env.scoring import (
     Report,
     brier,
-    brier_batch,
-    log_score_batch,
     log_score_vs_market,
     normalize_report,
     score_report,
     tie_accuracy,
-    tie_accuracy_batch,
 )
 
 OPTS = ["A", "B", "C"]
@@ -104,7 +101,7 @@ def test_log_score_vs_market() -> None:
 
 
 def _independent(probs: dict, truth: str, options: list[str]) -> tuple[float, float]:
-    """A second implementation of SPEC 6 written from the text, for the agreement test."""
+    """A second implementation of docs/design.md §6 written from the text, for the agreement test."""
     clean = {}
     usable = bool(probs)
     for key, val in probs.items():
@@ -136,21 +133,6 @@ def test_agrees_with_independent_implementation(probs: dict, truth: str) -> None
     assert brier(probs, truth, options) == pytest.approx(b, abs=1e-9)
     assert tie_accuracy(probs, truth, options) == pytest.approx(acc, abs=1e-9)
     assert 0.0 <= brier(probs, truth, options) <= 2.0 + 1e-12
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(0, 1), min_size=2, max_size=8).filter(lambda v: sum(v) > 1e-6), st.data())
-def test_batch_variants_match_scalar(values: list[float], data: st.DataObject) -> None:
-    options = [f"o{i}" for i in range(len(values))]
-    y = data.draw(st.integers(0, len(values) - 1))
-    m = data.draw(st.floats(0, 1))
-    rep = normalize_report(values, options)
-    p = np.array([rep.aligned(options)])
-    assert brier_batch(p, np.array([y]))[0] == pytest.approx(brier(rep, options[y], options))
-    assert tie_accuracy_batch(p, np.array([y]))[0] == pytest.approx(tie_accuracy(rep, options[y], options))
-    assert log_score_batch(p, np.array([y]), np.array([m]))[0] == pytest.approx(
-        log_score_vs_market(rep, options[y], options, m)
-    )
 
 
 def test_score_report_bundles_all_three() -> None:
