@@ -5,6 +5,8 @@ the `BELIEFS` and `TRADES_DAILY` tables. Everything is vectorized with polars.
 
 - `price` = the UTC-day mean of the leg's YES-price observations (binary: p for the first option,
   1 - p for the second) = the scalar market probability used by the log score vs market.
+- `price_close` = the leg's last YES-price observation of the UTC day (binary: likewise 1 - p):
+  the market's belief at the end of a day whose news the agent has read (`market.belief: close`).
 - `belief` = price / sum of prices over the options priced that day (binary: (p, 1 - p)); options
   not priced that day have a null belief (never imputed); `complete` = every option priced that day.
 """
@@ -52,12 +54,14 @@ def daily_beliefs(obs: pl.DataFrame, options: pl.DataFrame) -> BeliefResult:
     daily = (
         obs.with_columns(_utc_day("t"))
         .group_by("event_id", "option_index", "day")
-        .agg(pl.col("p").mean().alias("price"), pl.len().cast(pl.Int32).alias("n_obs"))
+        .agg(pl.col("p").mean().alias("price"), pl.col("p").sort_by(["t", "p"]).last().alias("price_close"),
+             pl.len().cast(pl.Int32).alias("n_obs"))
     )
     # Binary events: the first option's series defines both options (p, 1 - p).
     bin_first = daily.join(binary_ids, on="event_id", how="semi").filter(pl.col("option_index") == 0)
     bin_second = bin_first.with_columns(
-        pl.lit(1, dtype=pl.Int32).alias("option_index"), (1.0 - pl.col("price")).alias("price")
+        pl.lit(1, dtype=pl.Int32).alias("option_index"), (1.0 - pl.col("price")).alias("price"),
+        (1.0 - pl.col("price_close")).alias("price_close"),
     )
     multi = daily.join(binary_ids, on="event_id", how="anti")
     priced = pl.concat([multi, bin_first, bin_second.select(multi.columns)], how="vertical")
@@ -81,7 +85,7 @@ def daily_beliefs(obs: pl.DataFrame, options: pl.DataFrame) -> BeliefResult:
             (pl.col("_n_priced") == pl.col("_k")).alias("complete"),
             pl.col("n_obs").fill_null(0),
         )
-        .select("event_id", "day", "option", "option_index", "price", "belief", "complete", "n_obs")
+        .select("event_id", "day", "option", "option_index", "price", "price_close", "belief", "complete", "n_obs")
         .sort("event_id", "day", "option_index")
     )
     return BeliefResult(beliefs=out, dropped_prices=dropped)

@@ -1,4 +1,4 @@
-"""Your own questions (SPEC section 4): a JSONL file of questions becomes events (source "questions").
+"""Your own questions (docs/design.md §4): a JSONL file of questions becomes events (source "questions").
 
 One JSON object per line:
 
@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from forecast_env.envs.events import Candidate, Leg
+from forecast_env.envs.candidate import Candidate, Leg
 
 from forecast_env.errors import EventsError
 
@@ -132,10 +132,11 @@ def parse_question(obj: Any, line_no: int) -> Candidate:
         raise _LineError(f"key 'id': {qid!r} is not a string or integer")
     eid = f"q-{qid}" if qid is not None else f"q-{line_no}"
     prices = _daily(obj["daily_probabilities"], options) if obj.get("daily_probabilities") is not None else []
-    legs = [Leg(o, k, None, None, None, t_start, t_close) for k, o in enumerate(options)]  # type: ignore[arg-type]
+    legs = [Leg(o, k, None, None, None, t_start, t_close, t_close, market_index=k) for k, o in enumerate(options)]
     return Candidate(
         event_id=eid, source="questions", slug=None, question=q.strip(), description=desc, options=options,
         type="binary" if len(options) == 2 else "multi", category=cat, tags=[], t_start=t_start, t_close=t_close,
+        t_end=t_close,
         label=label.strip(), volume=None, legs=legs, prices=prices,
     )
 

@@ -1,4 +1,4 @@
-"""Corpus-side screen (SPEC section 4): evidence sufficiency and leakage at tau* = close day - 2.
+"""Corpus-side screen (docs/design.md §4): evidence sufficiency and leakage at tau* = the last eligible day.
 
 1. Decompose the event into 4-7 predictive and 4-7 background queries (never searching for the
    outcome): `decompose_offline` (from the question, option names and key terms) or
@@ -23,9 +23,11 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from importlib import resources
 from typing import Any, Protocol
+
+from forecast_env.envs.descriptions import find_date
 
 from forecast_env.chat import ChatClient as HttpChatClient
 from forecast_env.errors import EndpointError
@@ -374,7 +376,6 @@ class OfflineJudge:
         return Verdict(verdict, bool(leaks), reasons)
 
     def _leak(self, text: str, opts: list[str], terms: list[str], tau: date) -> str | None:
-        from forecast_env.envs.events import find_date  # the one date reader
 
         for sent in _SENT_SPLIT.split(text):
             if not sent.strip():
@@ -416,11 +417,6 @@ class ScreenResult:
         return {"event_id": self.event_id, "judge": self.judge, "tau_star": self.tau_star,
                 "queries": self.queries, "evidence_doc_ids": self.evidence_doc_ids,
                 "verdict": self.verdict, "leak": self.leak, "reasons": self.reasons}
-
-
-def tau_star(close_day: date, buffer_days: int = 2) -> date:
-    """The latest eligible forecasting state: close day - buffer."""
-    return close_day - timedelta(days=buffer_days)
 
 
 def collect_evidence(searcher: Any, queries: list[str], start: date, end: date, per_query: int, size: int) -> list[dict]:

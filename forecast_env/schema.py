@@ -15,6 +15,9 @@ STR_LIST = pa.list_(pa.string())
 # Corpus (SPEC section 2)
 # ---------------------------------------------------------------------------------------------
 
+#: (rule, days): one rule of `corpus_build.timestamps.MOVE_RULES` and how far it moved the day.
+VISIBLE_MOVES = pa.list_(pa.struct([("rule", pa.string()), ("days", pa.int32())]))
+
 #: One row per kept article, `WS/corpus/articles/YYYY-MM.parquet`, sorted by (day, doc_id).
 ARTICLES = pa.schema(
     [
@@ -32,10 +35,14 @@ ARTICLES = pa.schema(
         ("t_rule", pa.string()),  # the cascade rule that gave `t` (e.g. jsonld_datePublished)
         ("t_pub_rule", pa.string()),
         ("t_mod_rule", pa.string()),
-        ("day", pa.date32()),  # UTC day of t
+        ("visible_at", TS),  # visibility time v (docs/design.md §2.timestamps, timestamps.visibility)
+        ("visible_source", pa.string()),  # pub | mod | crawl: which timestamp gave v
+        ("visible_moves", VISIBLE_MOVES),  # rules that moved the day away from the paper's rule
+        ("day", pa.date32()),  # UTC day of visible_at: the day every later stage uses
         ("lang_score", pa.float32()),
         ("leak_flag", pa.bool_()),
         ("leak_reason", pa.string()),
+        ("market_quote", pa.bool_()),  # quotes a betting/prediction market's odds (hidden by default)
         ("warc_file", pa.string()),
         ("warc_offset", pa.int64()),
     ]
@@ -103,9 +110,19 @@ EVENTS = pa.schema(
         ("category", pa.string()),
         ("tags", STR_LIST),
         ("t_start", TS),
-        ("t_close", TS),
+        ("t_close", TS),  # actual close: max closedTime (else endDate); only cuts whole bins
         ("start_day", pa.date32()),
         ("close_day", pa.date32()),
+        ("t_end", TS),  # scheduled end: max endDate; the split, T_Q and the bins come from it
+        ("end_day", pa.date32()),
+        ("t_all", pa.date32()),  # day the last leg started: the first eligible day
+        ("d_known", pa.date32()),  # first day an option's own price stayed >= 0.97 to its close; null: never
+        ("cut", pa.date32()),  # min(d_known, close day - 1): offered bins lie wholly before it
+        ("cut_by", pa.string()),  # d_known | close: which of the two set the cut
+        ("steps_total", pa.int32()),  # T_Q of the uncut schedule
+        ("steps_offered", pa.int32()),  # bins before the cut (a prefix)
+        ("late_leg_days", pa.int32()),  # grid days before t_all removed by the late-leg rule
+        ("option_seed", pa.int64()),  # seed of the option shuffle (null: binary, outcomes order)
         ("label", pa.string()),
         ("split", pa.string()),  # train | eval | none
         ("volume", pa.float64()),
@@ -127,9 +144,13 @@ LEGS = pa.schema(
         ("market_id", pa.string()),
         ("condition_id", pa.string()),
         ("token_id", pa.string()),  # the YES token of the leg (binary: token of this outcome)
-        ("leg_start", TS),
-        ("leg_close", TS),
-        ("start_day", pa.date32()),
+        ("leg_start", TS),  # startDate
+        ("leg_close", TS),  # closedTime, else endDate
+        ("leg_end", TS),  # endDate, else closedTime
+        ("first_trade", TS),
+        ("start_day", pa.date32()),  # the option's start: first-trade day in negRiskAugmented bundles
+        ("market_index", pa.int32()),  # position in Gamma's markets[] (the offered order is shuffled)
+        ("neg_risk_other", pa.bool_()),  # the bundle's "Other" option
     ]
 )
 
@@ -140,6 +161,7 @@ BELIEFS = pa.schema(
         ("day", pa.date32()),
         ("option", pa.string()),
         ("price", pa.float64()),  # scalar market probability: the leg's own UTC-day mean YES price
+        ("price_close", pa.float64()),  # the leg's last YES price of the UTC day
         ("belief", pa.float64()),  # normalized over options priced that day; null when unpriced
         ("complete", pa.bool_()),  # every option priced that day
         ("n_obs", pa.int32()),
@@ -164,8 +186,10 @@ SCHEDULE = pa.schema(
         ("step", pa.int32()),  # 1-based
         ("steps_total", pa.int32()),
         ("forecast_date", pa.date32()),
-        ("options", STR_LIST),  # options offered that date (legs started by then)
-        ("score", pa.float64()),  # 0.5 * movement + 0.5 * activity (normalized)
+        ("options", STR_LIST),  # every option of the event (the option set never changes)
+        ("score", pa.float64()),  # 0.5 * movement + 0.5 * activity, max-normalized within the bin
+        ("bin_first", pa.date32()),  # the bin the date was picked from
+        ("bin_last", pa.date32()),
     ]
 )
 
@@ -183,7 +207,7 @@ SCREEN = pa.schema(
     ]
 )
 
-#: Excluded events (and dropped schedule dates) with stage and reason code.
+#: Excluded events (one row per event, its first failing stage) with stage and reason code.
 EXCLUDED = pa.schema(
     [
         ("event_id", pa.string()),
@@ -193,7 +217,8 @@ EXCLUDED = pa.schema(
     ]
 )
 
-EVENT_STAGES = ("parse", "layout", "label", "span", "activity", "signal", "screen", "split", "schedule")
+#: The order in which the events build applies its stages (the funnel's rows).
+EVENT_STAGES = ("parse", "layout", "label", "span", "activity", "signal", "split", "schedule", "screen")
 
 EVENT_REASONS: dict[str, tuple[str, ...]] = {
     "parse": ("bad_json", "missing_field", "bad_timestamp", "bad_price", "no_price_history"),
@@ -204,7 +229,7 @@ EVENT_REASONS: dict[str, tuple[str, ...]] = {
     "signal": ("nearly_certain", "flat_prices"),
     "screen": ("insufficient", "partial", "leakage", "judge_error"),
     "split": ("crossing_split", "outside_splits"),
-    "schedule": ("no_forecast_dates", "date_leg_not_started"),
+    "schedule": ("no_forecast_dates", "late_legs", "outcome_known_early"),
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -229,8 +254,10 @@ FORECASTS = pa.schema(
         ("label", pa.string()),
         ("brier", pa.float64()),
         ("accuracy", pa.float64()),
-        ("market_prob", pa.float64()),  # scalar market probability of the label that day
+        ("market_prob", pa.float64()),  # scalar market probability of the label that day (day mean)
         ("log_vs_market", pa.float64()),
+        ("market_prob_close", pa.float64()),  # the same from the day's last price
+        ("log_vs_market_close", pa.float64()),
         ("n_calls", pa.int32()),
         ("n_search", pa.int32()),
         ("n_open", pa.int32()),

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime, timedelta
 
+import numpy as np
 import polars as pl
 import pytest
+from forecast_env.envs.candidate import option_seed
 from forecast_env.envs.events import build_events, description_as_of, load_events
 from hand_cache import MARKET_ONLY, HandCache, wiggle
 
@@ -20,8 +22,7 @@ C = S + timedelta(days=19)
 
 def _excl(ws):
     t = load_events(ws)
-    return {(r["event_id"]): (r["stage"], r["reason"], r["detail"])
-            for r in t.excluded.filter(pl.col("reason") != "date_leg_not_started").iter_rows(named=True)}
+    return {(r["event_id"]): (r["stage"], r["reason"], r["detail"]) for r in t.excluded.iter_rows(named=True)}
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +103,8 @@ def test_every_planted_event_excluded_for_its_reason(planted):
     assert [v for k, v in ex.items() if k.startswith("pm-?")] == [("parse", "missing_field", "id")]
     # exactly one row per excluded event
     t = load_events(ws)
-    events_rows = t.excluded.filter(pl.col("reason") != "date_leg_not_started")
-    assert events_rows["event_id"].n_unique() == events_rows.height
-    assert summary["events_in"] == summary["kept"] + events_rows.height
+    assert t.excluded["event_id"].n_unique() == t.excluded.height
+    assert summary["events_in"] == summary["kept"] + t.excluded.height
 
 
 def test_good_events_kept_with_label_options_and_split(planted):
@@ -114,27 +114,32 @@ def test_good_events_kept_with_label_options_and_split(planted):
     assert set(ev) == {"pm-good", "pm-good_named", "pm-multi_good", "pm-late_winner", "pm-repaired"}
     assert ev["pm-good"]["options"] == ["Yes", "No"] and ev["pm-good"]["label"] == "Yes"
     assert ev["pm-good_named"]["options"] == ["Lakers", "Celtics"] and ev["pm-good_named"]["label"] == "Celtics"
-    assert ev["pm-multi_good"]["options"] == ["O0", "O1", "O2"] and ev["pm-multi_good"]["label"] == "O1"
+    # a negRisk bundle is offered in the order seeded by its event id, recorded with the legs
+    multi = ev["pm-multi_good"]
+    assert multi["option_seed"] == option_seed("pm-multi_good") and multi["label"] == "O1"
+    perm = np.random.default_rng(multi["option_seed"]).permutation(3).tolist()
+    assert multi["options"] == [f"O{k}" for k in perm] and multi["options"] != ["O0", "O1", "O2"]
+    assert ev["pm-good"]["option_seed"] is None
     assert ev["pm-multi_good"]["type"] == "multi" and ev["pm-good"]["split"] == "train"
     assert ev["pm-good"]["category"] == "politics"
     assert summary["repairs"]["clobTokenIds_as_list"] == 1 and summary["repairs"]["startDate_from_event"] == 1
     assert ev["pm-repaired"]["volume"] == 1234.5
-    legs = t.legs.filter(pl.col("event_id") == "pm-multi_good")
-    assert legs["option"].to_list() == ["O0", "O1", "O2"] and legs["option_index"].to_list() == [0, 1, 2]
+    legs = t.legs.filter(pl.col("event_id") == "pm-multi_good").sort("option_index")
+    assert legs["option"].to_list() == multi["options"] and legs["option_index"].to_list() == [0, 1, 2]
+    assert legs["market_index"].to_list() == perm
 
 
-def test_late_leg_hygiene(planted):
-    ws, _ = planted
+def test_late_leg_dates_start_when_the_last_leg_started(planted):
+    ws, summary = planted
     t = load_events(ws)
     sched = t.schedule.filter(pl.col("event_id") == "pm-late_winner")
     late_start = (S + timedelta(days=5)).date()
-    assert sched.height >= 1 and all(d >= late_start for d in sched["forecast_date"].to_list())
-    dropped = t.excluded.filter((pl.col("event_id") == "pm-late_winner") & (pl.col("reason") == "date_leg_not_started"))
-    assert sorted(dropped["detail"].to_list()) == [(S.date() + timedelta(days=i)).isoformat() for i in range(5)]
-    assert set(dropped["stage"].to_list()) == {"schedule"}
-    # another event whose late leg is a loser: options offered grow with the leg starts
-    for r in t.schedule.filter(pl.col("event_id") == "pm-late_winner").iter_rows(named=True):
-        assert r["options"] == ["Early", "Late"]
+    ev = t.events.filter(pl.col("event_id") == "pm-late_winner").row(0, named=True)
+    assert ev["t_all"] == late_start and ev["late_leg_days"] == 5
+    assert sched.height == ev["steps_total"] >= 1 and sched["forecast_date"].min() >= late_start
+    for r in sched.iter_rows(named=True):  # every date offers every option
+        assert sorted(r["options"]) == ["Early", "Late"] and r["options"] == ev["options"]
+    assert summary["schedule_rules"]["late_legs"]["dates_removed"] >= 5
 
 
 def test_beliefs_and_report(planted):
@@ -147,8 +152,9 @@ def test_beliefs_and_report(planted):
     assert not first["complete"].any()
     report = json.loads((ws / "events" / "report.json").read_text())
     assert report["polymarket"]["kept"] == 5 and report["polymarket"]["events_in"] == summary["events_in"]
+    assert report["cuts"]["pm-late_winner"]["t_all"] == (S + timedelta(days=5)).date().isoformat()
     md = (ws / "events" / "report.md").read_text()
-    assert "long_unfaithful_run" in md and "| **split** |" in md
+    assert "long_unfaithful_run" in md and "| **split** |" in md and "late legs" in md
     assert (ws / "events" / "manifest.json").exists()
 
 
@@ -185,7 +191,11 @@ def test_cli_build(tmp_path, capsys):
     ("Note (Apr 12, 2026): moved.", date(2026, 4, 1), False),
     ("**Edit 12 April 2026**: moved.", date(2026, 4, 1), False),
     ("Additional context (2026/04/12): moved.", date(2026, 4, 1), False),
-    ("Additional context: moved.", date(2026, 4, 1), True),  # undated appendix
+    ("Additional context: moved.", date(2026, 4, 1), False),  # undated appendix: cut
+    ("Update: moved.", date(2026, 4, 1), False),
+    ("**Clarification** - moved.", date(2026, 4, 1), False),
+    ("Note: moved.", date(2026, 4, 1), True),  # an undated note may be part of the rules
+    ("Updates will be posted; moved.", date(2026, 4, 1), True),  # a sentence, not a heading
     ("Note: moved. The deadline is April 12, 2026.", date(2026, 4, 1), True),  # a date inside the sentence
     ("Update (2026-03-30): moved.", date(2026, 4, 1), True),
 ])
@@ -198,7 +208,7 @@ def test_description_as_of_formats(text, day, kept):
 
 def test_description_as_of_cuts_only_later_paragraphs():
     d = ("Main text.\n\nUpdate (2026-04-02): first.\ncontinues first.\n\nClarification 2026-04-20: second.\n"
-         "Update 2026-04-25: third.\n\nUndated tail.")
+         "Update 2026-04-25: third.\n\nUndated tail.\n\nClarification: undated appendix.\nits second line.")
     assert description_as_of(d, date(2026, 4, 10)) == "Main text.\n\nUpdate (2026-04-02): first.\ncontinues first.\n\nUndated tail."
     assert "third" not in description_as_of(d, date(2026, 4, 21)) and "second" in description_as_of(d, date(2026, 4, 21))
     assert description_as_of("", date(2026, 1, 1)) == ""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from forecast_env.cli.common import add_common, section_config
+from forecast_env.cli.events_fetch import add_fetch_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,12 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(i)
     i.set_defaults(func=run_import)
 
-    try:
-        from forecast_env.cli.events_fetch import add_fetch_command
-    except ImportError:
-        pass
-    else:
-        add_fetch_command(events_sub)
+    add_fetch_command(events_sub)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -45,7 +42,7 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     return cfg
 
 
-def print_summary(summary: dict[str, Any]) -> None:
+def print_summary(summary: Mapping[str, Any]) -> None:
     """The funnel in a few lines."""
     print(f"events in: {summary['events_in']}")
     for row in summary["stages"]:
@@ -55,8 +52,11 @@ def print_summary(summary: dict[str, Any]) -> None:
     print(f"kept: {summary['kept']}  by split: {summary['by_split']}  by type: {summary['by_type']}")
     if summary.get("screened"):
         print(f"screen: {summary['screened']} judged, verdicts {summary['screen_verdicts']}, leaks {summary['screen_leaks']}")
-    print(f"forecast dates: {summary['schedule_rows']} scheduled, {summary['dropped_forecast_dates']} dropped "
-          "(realized leg not started)")
+    r = summary["schedule_rules"]
+    print(f"forecast dates: {r['steps_offered']} of {r['steps_total']} offered over {r['events_scheduled']} events "
+          f"(cut by closedTime {r['close']['steps_cut']}, by d_known {r['d_known']['steps_cut']}); "
+          f"{summary['schedule_rows']} rows for kept events; late legs removed {r['late_legs']['dates_removed']} "
+          "eligible days")
     print(f"wrote {summary['output']} (report.md, report.json) in {summary['seconds']:.1f}s")
 
 

@@ -1,0 +1,185 @@
+"""The events funnel (docs/design.md §4 "Funnel"): what each stage and schedule rule removed.
+
+`WS/events/report.json` holds one funnel per source plus totals, and `cuts`: the schedule record
+of every event that reached the schedule stage; `report.md` renders it (like the paper's Table 8).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from forecast_env import schema
+from forecast_env.store import Workspace, atomic_write_json, atomic_write_text, read_table, write_manifest
+
+#: JSON-able report content.
+Report = dict[str, object]
+
+#: The schedule record of one event (see `BuildRun.cuts`).
+Cut = dict[str, object]
+
+
+@dataclass
+class BuildRun:
+    """State of one build (one source): exclusions, repairs and counts, schedule records."""
+
+    source: str
+    cfg: dict[str, Any]  # the validated events config section
+    exclusions: list[tuple[str, str, str, str | None]] = field(default_factory=list)
+    repairs: Counter = field(default_factory=Counter)
+    counts: Counter = field(default_factory=Counter)
+    #: event id -> its schedule record (t_all, d_known, cut, steps_total, steps_offered, ...).
+    cuts: dict[str, Cut] = field(default_factory=dict)
+    n_in: int = 0
+
+    def exclude(self, eid: str, stage: str, reason: str, detail: str | None) -> None:
+        self.exclusions.append((eid, stage, reason, detail))
+
+
+def schedule_rules(cuts: Mapping[str, Cut], exclusions: list[tuple[str, str, str, str | None]]) -> Report:
+    """How many dates and events each schedule rule removed, over the events that reached the schedule."""
+    excluded = Counter(reason for _, stage, reason, _ in exclusions if stage == "schedule")
+    recs = list(cuts.values())
+
+    def n(pred: object) -> int:
+        return sum(1 for r in recs if pred(r))  # type: ignore[operator]
+
+    return {
+        "events_scheduled": len(recs),
+        "late_legs": {"events_with_late_legs": n(lambda r: r["late_leg_days"] > 0),
+                      "dates_removed": sum(int(r["late_leg_days"]) for r in recs),
+                      "events_excluded": excluded.get("late_legs", 0)},
+        "close": {"events_closed_before_end": n(lambda r: r["close_day"] < r["end_day"]),
+                  "events_closed_after_end": n(lambda r: r["close_day"] > r["end_day"]),
+                  "steps_cut": sum(int(r["steps_cut_by_close"]) for r in recs)},
+        "d_known": {"events_with_d_known": n(lambda r: r["d_known"] is not None),
+                    "events_cut_by_d_known": n(lambda r: r["cut_by"] == "d_known" and r["steps_cut_by_known"] > 0),
+                    "steps_cut": sum(int(r["steps_cut_by_known"]) for r in recs)},
+        "outcome_known_early": {"events_excluded": excluded.get("outcome_known_early", 0)},
+        "no_forecast_dates": {"events_excluded": excluded.get("no_forecast_dates", 0)},
+        "steps_total": sum(int(r["steps_total"]) for r in recs),
+        "steps_offered": sum(int(r["steps_offered"]) for r in recs),
+    }
+
+
+def funnel(run: BuildRun, tables: Mapping[str, pa.Table], seconds: float) -> Report:
+    """The funnel of one build: events in, excluded per stage and reason, kept by split and type."""
+    by_stage: dict[str, dict[str, int]] = {}
+    for _, stage, reason, _ in run.exclusions:
+        by_stage.setdefault(stage, {}).setdefault(reason, 0)
+        by_stage[stage][reason] += 1
+    rows = []
+    remaining = run.n_in
+    for stage in schema.EVENT_STAGES:
+        k = sum(by_stage.get(stage, {}).values())
+        remaining -= k
+        rows.append({"stage": stage, "excluded": k, "remaining": remaining, "reasons": by_stage.get(stage, {})})
+    ev = pl.from_arrow(tables["events"])
+    by_split = dict(Counter(ev["split"].to_list())) if ev.height else {}
+    by_type = dict(Counter(ev["type"].to_list())) if ev.height else {}
+    by_split_type = ({f"{s}/{t}": k for (s, t), k in Counter(zip(ev["split"].to_list(), ev["type"].to_list())).items()}
+                     if ev.height else {})
+    scr = pl.from_arrow(tables["screen"])
+    verdicts = dict(Counter(scr["verdict"].to_list())) if scr.height else {}
+    return {
+        "events_in": run.n_in,
+        "kept": ev.height,
+        "excluded": by_stage,
+        "stages": rows,
+        "by_split": by_split,
+        "by_type": by_type,
+        "by_split_type": by_split_type,
+        "screened": scr.height,
+        "screen_verdicts": verdicts,
+        "screen_leaks": int(scr["leak"].sum()) if scr.height else 0,
+        "schedule_rules": schedule_rules(run.cuts, run.exclusions),
+        "schedule_rows": tables["schedule"].num_rows,
+        "repairs": dict(run.repairs),
+        "counts": dict(run.counts),
+        "seconds": round(seconds, 3),
+    }
+
+
+def _totals(ws: Workspace) -> Report:
+    path = ws.events_table("events")
+    if not path.exists():
+        return {}
+    ev = pl.from_arrow(read_table(path, schema.EVENTS))
+    return {"events": ev.height, "by_source": dict(Counter(ev["source"].to_list())),
+            "by_split": dict(Counter(ev["split"].to_list()))}
+
+
+def _jsonable_cut(rec: Cut) -> Cut:
+    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in rec.items()}
+
+
+def write_report(ws: Workspace, run: BuildRun, tables: Mapping[str, pa.Table], seconds: float) -> Report:
+    """Write report.json / report.md / the manifest of `WS/events/` (the other source's funnel is kept)."""
+    from forecast_env.envs.event_tables import SOURCE_PREFIX
+
+    report_path = ws.events_dir / "report.json"
+    report: Report = {}
+    if report_path.exists():
+        try:
+            report = json.loads(report_path.read_text())
+        except json.JSONDecodeError:
+            report = {}
+    report[run.source] = funnel(run, tables, seconds)
+    report["totals"] = _totals(ws)
+    old_cuts = report.get("cuts") if isinstance(report.get("cuts"), dict) else {}
+    prefix = SOURCE_PREFIX[run.source]
+    cuts = {k: v for k, v in old_cuts.items() if not k.startswith(prefix)}  # type: ignore[union-attr]
+    cuts.update({k: _jsonable_cut(v) for k, v in run.cuts.items()})
+    report["cuts"] = dict(sorted(cuts.items()))
+    atomic_write_json(report_path, report)
+    atomic_write_text(ws.events_dir / "report.md", render_report(report))
+    write_manifest(ws.events_dir, "events", config=run.cfg,
+                   extra={"sources": sorted(k for k in report if k in SOURCE_PREFIX)})
+    return report
+
+
+def render_report(report: Mapping[str, object]) -> str:
+    """The funnel as Markdown (one table per source, like the paper's Table 8, then the schedule rules)."""
+    lines = ["# Event construction funnel", ""]
+    for source in ("polymarket", "questions"):
+        f = report.get(source)
+        if not isinstance(f, Mapping) or not f:
+            continue
+        lines += [f"## {source}", "", f"Events in: **{f['events_in']}**; kept: **{f['kept']}**", "",
+                  "| stage | reason | excluded | remaining |", "|---|---|---:|---:|"]
+        for row in f["stages"]:
+            if not row["excluded"]:
+                continue
+            for reason, k in sorted(row["reasons"].items()):
+                lines.append(f"| {row['stage']} | {reason} | {k} | |")
+            lines.append(f"| **{row['stage']}** | (all) | **{row['excluded']}** | {row['remaining']} |")
+        lines += ["", f"Kept by split: {f['by_split']}; by type: {f['by_type']}; by split/type: {f['by_split_type']}",
+                  f"Screen: {f['screened']} screened, verdicts {f['screen_verdicts']}, leaks {f['screen_leaks']}", ""]
+        r = f.get("schedule_rules") or {}
+        if r:
+            lines += [
+                "### Schedule rules", "",
+                f"{r['events_scheduled']} events reached the schedule; {r['steps_offered']} of {r['steps_total']} "
+                f"scheduled dates offered ({f['schedule_rows']} schedule rows written for kept events).", "",
+                "| rule | events affected | dates removed | events excluded |", "|---|---:|---:|---:|",
+                f"| late legs (dates before the last leg started) | {r['late_legs']['events_with_late_legs']} | "
+                f"{r['late_legs']['dates_removed']} eligible days | {r['late_legs']['events_excluded']} |",
+                f"| closedTime before the scheduled end | {r['close']['events_closed_before_end']} | "
+                f"{r['close']['steps_cut']} dates | - |",
+                f"| closedTime after the scheduled end (t_end kept) | {r['close']['events_closed_after_end']} | 0 | - |",
+                f"| d_known cut (outcome public before close) | {r['d_known']['events_cut_by_d_known']} | "
+                f"{r['d_known']['steps_cut']} dates | - |",
+                f"| outcome_known_early (no date before the cut) | - | - | "
+                f"{r['outcome_known_early']['events_excluded']} |",
+                "",
+            ]
+        lines += [f"Repairs: {f['repairs'] or 'none'}; counts: {f['counts'] or 'none'}", ""]
+    if report.get("totals"):
+        lines += ["## All sources", "", f"{report['totals']}", ""]
+    return "\n".join(lines)
