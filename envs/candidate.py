@@ -110,8 +110,8 @@ class Candidate:
 
 
 def option_seed(event_id: str) -> int:
-    """The seed of an event's option shuffle: the first 8 bytes of sha256(event id)."""
-    return int.from_bytes(hashlib.sha256(event_id.encode("utf-8")).digest()[:8], "big")
+    """The seed of an event's option shuffle: the first 63 bits of sha256(event id)."""
+    return int.from_bytes(hashlib.sha256(event_id.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def shuffle_options(cand: Candidate) -> Candidate:
