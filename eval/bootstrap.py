@@ -1,7 +1,7 @@
-"""Event-clustered percentile bootstrap (SPEC section 7): events are the resampling unit.
+"""Event-clustered percentile bootstrap (docs/design.md §7): events are the resampling unit.
 
-Every estimate is a mean of *event means* (rollouts and dates are averaged inside an event first),
-so events weigh equally and duplicating rollouts cannot narrow an interval. Draws are vectorized:
+Every estimate is a mean of *event means* (dates averaged within each rollout, then rollouts within
+the event: `event_means`), so events weigh equally and duplicating rollouts cannot narrow an interval. Draws are vectorized:
 the event indices of all draws are one `(draws, n_events)` integer matrix.
 """
 
@@ -59,38 +59,28 @@ def bootstrap_means(values: np.ndarray, draws: int = DRAWS, seed: int = SEED, le
     return Estimate(point, float(min(lo, point)), float(max(hi, point)), n)
 
 
-def bootstrap_ratio(num: np.ndarray, den: np.ndarray, draws: int = DRAWS, seed: int = SEED,
-                    level: float = LEVEL) -> Estimate:
-    """sum(num)/sum(den) over events (e.g. a slope), with its percentile interval over events."""
-    a, b = np.asarray(num, np.float64), np.asarray(den, np.float64)
-    n = a.size
-    if n == 0 or b.sum() == 0:
-        return NAN_ESTIMATE
-    point = float(a.sum() / b.sum())
-    if n == 1 or draws <= 0:
-        return Estimate(point, point, point, n)
-    idx = draw_indices(n, draws, seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = a[idx].sum(axis=1) / b[idx].sum(axis=1)
-    ratios = ratios[np.isfinite(ratios)]
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(ratios, [alpha, 1.0 - alpha]) if ratios.size else (point, point)
-    return Estimate(point, float(lo), float(hi), n)
-
-
 def event_means(frame: pl.DataFrame, value: str, event: str = "event_id",
-                within: tuple[str, ...] = ("step",)) -> pl.DataFrame:
-    """Per-event means of `value`: averaged over rollouts per `within` key first, then over those keys."""
+                levels: tuple[str, ...] = ("rollout",)) -> pl.DataFrame:
+    """Per-event means of `value`, the innermost level averaged first (docs/design.md §7).
+
+    With the default `levels=("rollout",)`: each rollout's mean over its scored dates (its episode
+    score), then the mean over the event's rollouts, so a rollout with missing dates still weighs
+    as one rollout. `levels=("agent", "rollout")` averages dates within a rollout, rollouts within
+    an agent, then agents within the event. Levels absent from `frame` are skipped (one rollout).
+    """
     f = frame.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
     if f.height == 0:
         return pl.DataFrame({event: [], value: []}, schema={event: pl.String, value: pl.Float64})
-    keys = [event, *within]
-    inner = f.group_by(keys).agg(pl.col(value).mean())
-    return inner.group_by(event).agg(pl.col(value).mean()).sort(event)
+    keys = [event, *(lv for lv in levels if lv in f.columns)]
+    means = f.group_by(keys).agg(pl.col(value).cast(pl.Float64).mean())
+    while len(keys) > 1:
+        keys = keys[:-1]
+        means = means.group_by(keys).agg(pl.col(value).mean())
+    return means.sort(event)
 
 
 def clustered_mean(frame: pl.DataFrame, value: str, draws: int = DRAWS, seed: int = SEED, level: float = LEVEL,
-                   event: str = "event_id", within: tuple[str, ...] = ("step",)) -> Estimate:
+                   event: str = "event_id", levels: tuple[str, ...] = ("rollout",)) -> Estimate:
     """Event-weighted mean of `value` with its event-clustered bootstrap interval."""
-    em = event_means(frame, value, event, within)
+    em = event_means(frame, value, event, levels)
     return bootstrap_means(em[value].to_numpy(), draws, seed, level)

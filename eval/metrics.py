@@ -1,13 +1,15 @@
-"""Score tables of a run (SPEC section 7): per agent and for the market, by type, category, step third.
+"""Score tables of a run (docs/design.md §7): per agent and for the market, by type, category, step third.
 
-Every estimate weighs events equally: rollouts are averaged per (event, date) first, then dates
-within the event, and the interval comes from the event-clustered bootstrap (bootstrap.py).
-The market row uses the market's complete belief vectors on the same forecast dates (its
-log-vs-market is 0 by definition and omitted). Step thirds use the relative position
-(t-1)/(T_e-1) of the scheduled step (T_e = 1 puts the only date at position 0; such an event can
-never cover all three thirds, so it drops out) and keep, as in Forecast-Dojo Figure 2a, agent dates
-with a scalar market probability and market dates with a complete vector, then only events
-represented in all three thirds.
+Every estimate weighs events equally: an event's value is the mean over its rollouts of each
+rollout's mean over its scored dates (`bootstrap.event_means`), and the interval comes from the
+event-clustered bootstrap. The market row uses the market's complete belief vectors on the same
+forecast dates (its log-vs-market is 0 by definition and omitted). Log score vs market is reported
+against the day's mean price (`log_vs_market`) and, where the forecasts table carries it, against
+the day's last price (`log_vs_market_close`). Step thirds use the relative position (t-1)/(T_e-1)
+of the scheduled step (T_e = 1 puts the only date at position 0; such an event can never cover all
+three thirds, so it drops out) and keep, as in Forecast-Dojo Figure 2a, agent dates with a scalar
+market probability and market dates with a complete vector, then only events represented in all
+three thirds.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from forecast_env.eval.bootstrap import (
     LEVEL,
     SEED,
     Estimate,
-    bootstrap_means,
     clustered_mean,
     event_means,
 )
@@ -30,6 +31,8 @@ from forecast_env.eval.bootstrap import (
 MARKET = "market"
 BASE_RATE_REF = "base-rate reference"
 METRICS = ("brier", "accuracy", "log_vs_market")
+#: log score vs the market's mean price of the day, and vs its last price (when the run recorded it)
+MARKET_COMPARISONS = ("log_vs_market", "log_vs_market_close")
 THIRDS = ("early [0, 1/3)", "middle [1/3, 2/3)", "late [2/3, 1]")
 
 
@@ -51,6 +54,11 @@ def _est(frame: pl.DataFrame, value: str, boot: Boot) -> Estimate:
     return clustered_mean(frame, value, boot.draws, boot.seed, boot.level)
 
 
+def market_comparisons(forecasts: pl.DataFrame) -> tuple[str, ...]:
+    """The log-vs-market columns this run recorded (older runs lack `log_vs_market_close`)."""
+    return tuple(c for c in MARKET_COMPARISONS if c in forecasts.columns)
+
+
 def agent_table(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boot: Boot = Boot()) -> list[dict]:
     """Per agent (and the market): Brier, accuracy, log vs market with CIs, forecast and missing counts."""
     rows = []
@@ -60,15 +68,15 @@ def agent_table(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boo
         row = {"agent": agent, "n_forecasts": f.height, "missing": all_rows.height - f.height,
                "fallbacks": f.filter(pl.col("fallback").is_not_null()).height,
                "n_events": f["event_id"].n_unique()}
-        for m in METRICS:
-            row[m] = _est(f, m, boot).to_dict()
+        for m in ("brier", "accuracy", *MARKET_COMPARISONS):
+            row[m] = _est(f, m, boot).to_dict() if m in f.columns else None
         rows.append(row)
     if market is not None and market.height:
         row = {"agent": MARKET, "n_forecasts": market.height, "missing": 0, "fallbacks": 0,
                "n_events": market["event_id"].n_unique()}
         for m in ("brier", "accuracy"):
             row[m] = _est(market, m, boot).to_dict()
-        row["log_vs_market"] = None
+        row.update({m: None for m in MARKET_COMPARISONS})
         rows.append(row)
     return rows
 
@@ -112,21 +120,22 @@ def step_thirds(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boo
             sub = f.filter(pl.col("third") == t)
             row = {"agent": agent, "third": THIRDS[t], "n_events": full.height,
                    "brier": _est(sub, "brier", boot).to_dict()}
-            row["log_vs_market"] = _est(sub, "log_vs_market", boot).to_dict() if agent != MARKET else None
+            for m in MARKET_COMPARISONS:
+                row[m] = _est(sub, m, boot).to_dict() if agent != MARKET and m in sub.columns else None
             rows.append(row)
     return rows
 
 
-def _per_date(frame: pl.DataFrame, value: str) -> pl.DataFrame:
-    return frame.group_by(["event_id", "step"]).agg(pl.col(value).mean())
-
-
 def paired_difference(forecasts: pl.DataFrame, a: str, b: str, value: str = "brier", boot: Boot = Boot()) -> Estimate:
-    """Mean of (a - b) on the (event, date) forecasts both made, event-clustered interval."""
-    f = scored(forecasts)
-    fa = _per_date(f.filter(pl.col("agent") == a), value)
-    fb = _per_date(f.filter(pl.col("agent") == b), value)
-    j = fa.join(fb, on=["event_id", "step"], suffix="_b").with_columns(diff=pl.col(value) - pl.col(f"{value}_b"))
+    """Mean over events of (a - b), each agent's event value taken on the (event, date) cells both
+    scored (same averaging order as the tables), with its event-clustered interval."""
+    f = scored(forecasts).filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
+    fa, fb = f.filter(pl.col("agent") == a), f.filter(pl.col("agent") == b)
+    cells = fa.select("event_id", "step").unique().join(fb.select("event_id", "step").unique(),
+                                                       on=["event_id", "step"])
+    ea = event_means(fa.join(cells, on=["event_id", "step"], how="semi"), value)
+    eb = event_means(fb.join(cells, on=["event_id", "step"], how="semi"), value)
+    j = ea.join(eb, on="event_id", suffix="_b").select("event_id", diff=pl.col(value) - pl.col(f"{value}_b"))
     return _est(j, "diff", boot)
 
 
@@ -194,11 +203,12 @@ def quick_summary(forecasts: pl.DataFrame) -> pl.DataFrame:
 
 __all__ = [
     "MARKET",
+    "MARKET_COMPARISONS",
     "Boot",
     "agent_table",
     "base_rate_reference",
-    "bootstrap_means",
     "group_table",
+    "market_comparisons",
     "paired_difference",
     "paired_table",
     "quick_summary",

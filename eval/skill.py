@@ -16,7 +16,8 @@ min sum w (d - (s_A - s_B))^2 + lambda |s|^2 with lambda = sigma_err^2 / sigma_s
 
 Skills are shifted so the anchor agent (uniform) sits at 0. Intervals: events resampled with
 replacement (4,000 draws); every draw re-estimates lambda, both spreads included, on its own
-resample ("rerunning the analysis many times", as the seed says). Score per date: natural-log score
+resample ("rerunning the analysis many times", as the seed says); lambda is kept within
+[1e-6, 1e6], and is 1 where a spread cannot be estimated. Score per date: natural-log score
 ln max(p(Y), eps) (default) or -Brier; higher is better.
 """
 
@@ -34,6 +35,9 @@ HIGH_VOLUME_SHARE = 0.5
 MIN_HIGH_VOLUME = 3
 #: lambda when a spread cannot be estimated (too few matchups): a unit prior
 FALLBACK_LAMBDA = 1.0
+#: lambda is kept in [MIN_LAMBDA, MAX_LAMBDA]: a resample whose differences are all equal (sigma_err 0)
+#: would otherwise leave the ridge problem singular
+MIN_LAMBDA = 1e-6
 MAX_LAMBDA = 1e6
 OLS_RIDGE = 1e-6
 
@@ -191,7 +195,7 @@ class _Problem:
             sigma_skill[idx] = np.std(s - s.mean(axis=1, keepdims=True), axis=1)
         if lam is None:
             with np.errstate(invalid="ignore", divide="ignore"):
-                lams = np.minimum(sigma_err**2 / np.maximum(sigma_skill**2, 1e-12), MAX_LAMBDA)
+                lams = np.clip(sigma_err**2 / np.maximum(sigma_skill**2, 1e-12), MIN_LAMBDA, MAX_LAMBDA)
             lams = np.where(np.isfinite(lams), lams, FALLBACK_LAMBDA)
         else:
             lams = np.full(n_draws, float(lam))

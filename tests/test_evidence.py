@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+import numpy as np
 import polars as pl
 import pytest
 from forecast_env.eval.evidence import availability, evidence_diagnostics, own_counts, spearman
@@ -74,10 +75,67 @@ def test_kappa_g_and_spearman():
     assert per["a"]["G"] == pytest.approx(0.4) and per["c"]["G"] == pytest.approx(-0.2)
     assert res.spearman["kappa"] == pytest.approx(1.0)
     assert res.spearman["searches"] == pytest.approx(1.0)
-    assert len(res.cut_points) == 3
-    assert res.quartiles["n_events"].sum() >= 1
+    # A takes the values 0.5, 1.0, 1.5 on the transitions: grouped by value, not into empty quartiles
+    assert res.grouping == "values" and res.cut_points == []
+    assert res.quartiles["label"].to_list() == ["A = 0.50", "A = 1.00", "A = 1.50"]
+    assert res.quartiles["n"].to_list() == [3, 2, 1]
+    assert "distinct value" in res.notes["quartiles"]
 
 
 def test_spearman_needs_three_points():
     assert spearman([1, 2], [2, 1]) != spearman([1, 2], [2, 1])  # NaN
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+
+
+def _reader_run() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Two notebook-keeping readers (r1, r2) and a uniform agent that keeps no notebook."""
+    rows = []
+    for agent, bs in {"r1": [0.6, 0.4, 0.3], "r2": [0.6, 0.5, 0.5], "uniform": [0.5, 0.5, 0.5]}.items():
+        for step, b in zip((1, 2, 3), bs):
+            rows.append({"agent": agent, "event_id": "e", "rollout": 0, "step": step, "steps_total": 3,
+                         "forecast_date": DATES[step], "memory": True, "missing": False, "brier": b,
+                         "n_search": 0 if agent == "uniform" else 2, "n_open": 0 if agent == "uniform" else 1})
+    nb = pl.DataFrame([
+        entry("r1", 2, 0, "2026-03-03", 2), entry("r1", 3, 0, "2026-03-03", 2), entry("r1", 3, 1, "2026-03-07", 3),
+        entry("r2", 2, 0, "2026-03-02", 2), entry("r2", 2, 1, "2026-03-04", 2),
+        entry("r2", 3, 0, "2026-03-02", 2), entry("r2", 3, 1, "2026-03-04", 2),
+    ])
+    return pl.DataFrame(rows), nb
+
+
+def test_two_readers_define_kappa_and_a_non_keeper_does_not_dilute_a():
+    f, nb = _reader_run()
+    res = evidence_diagnostics(f, nb, draws=100)
+    per = {r["agent"]: r for r in res.per_agent.to_dicts()}
+    # own: r1 = (1, 1), r2 = (2, 0) at steps 2, 3; A_r1 = r2's counts, A_r2 = r1's counts
+    assert per["r1"]["kappa"] == pytest.approx((1 * 2 + 1 * 0) / (2**2 + 0**2))
+    assert per["r2"]["kappa"] == pytest.approx((2 * 1 + 0 * 1) / (1**2 + 1**2))
+    assert res.keepers == ("r1", "r2")
+    assert per["r1"]["kappa_note"] is None and per["r2"]["kappa_note"] is None
+    assert per["uniform"]["kappa"] is None and "keeps no notebook" in per["uniform"]["kappa_note"]
+    assert per["uniform"]["G"] == pytest.approx(0.0)  # G and usage still reported for every agent
+    # Brier changes of the keepers grouped by A's values (2 and 0 for r1; 1 and 1 for r2)
+    assert res.grouping == "values"
+    assert dict(zip(res.quartiles["label"], res.quartiles["d_brier"])) == pytest.approx(
+        {"A = 0.00": -0.1, "A = 1.00": (-0.1 + 0.0) / 2, "A = 2.00": -0.2})
+    assert "spearman_kappa" in res.notes  # two keepers: too few to rank
+
+
+def test_a_single_keeper_has_undefined_kappa_with_the_reason():
+    f, nb = _reader_run()
+    res = evidence_diagnostics(f, nb.filter(pl.col("agent") == "r1"), draws=100)
+    per = {r["agent"]: r for r in res.per_agent.to_dicts()}
+    assert per["r1"]["kappa"] is None and "no other agent keeps a notebook" in per["r1"]["kappa_note"]
+    assert res.grouping == "none" and "quartiles" in res.notes
+
+
+def test_quartiles_of_many_values_use_cut_points_and_merge_ties():
+    from forecast_env.eval.evidence import a_groups
+
+    a = np.array([0.0] * 6 + [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    group, cuts, kind = a_groups(a)
+    assert kind == "quartiles"
+    # quartiles 0, 0.5, 3.25: the zeros (half the values) stay in one group on the first cut point,
+    # and the group (0, 0.5] that no value falls in is dropped instead of shown empty
+    assert cuts == pytest.approx([0.0, 0.5, 3.25])
+    assert group.tolist() == [0] * 6 + [1, 1, 1, 2, 2, 2]

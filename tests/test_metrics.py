@@ -68,3 +68,41 @@ def test_quick_summary_counts(run):
     assert [r["agent"] for r in s] == ["sharp", "uniform"]
     assert s[0]["missing"] == 1 and s[1]["missing"] == 0
     assert date(2026, 3, 4) in run["forecasts"]["forecast_date"].to_list()
+
+
+def _uneven(with_close: bool = False) -> pl.DataFrame:
+    """Agent x, two rollouts; rollout 1 misses (infrastructure) dates 2 and 3 of event a."""
+    rows = []
+    for eid, briers in (("a", {0: [0.9, 0.5, 0.1], 1: [0.9, None, None]}), ("b", {0: [0.2, 0.2, 0.2],
+                                                                              1: [0.4, 0.4, 0.4]})):
+        for r, bs in briers.items():
+            for step, b in enumerate(bs, start=1):
+                row = {"agent": "x", "event_id": eid, "rollout": r, "step": step, "steps_total": 3,
+                       "brier": b, "accuracy": None if b is None else 1.0 - b, "missing": b is None,
+                       "fallback": None, "market_prob": 0.5, "log_vs_market": None if b is None else -b}
+                if with_close:
+                    row.update(market_prob_close=0.6, log_vs_market_close=None if b is None else -2 * b)
+                rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def test_tables_average_dates_within_rollouts_then_rollouts():
+    row = metrics.agent_table(_uneven(), None, BOOT)[0]
+    assert row["missing"] == 2 and row["n_forecasts"] == 10
+    # event a: mean(rollout 0 = 0.5, rollout 1 = 0.9) = 0.7; event b: 0.3; events equally: 0.5
+    assert row["brier"]["value"] == pytest.approx(0.5)
+    assert row["log_vs_market_close"] is None  # a run without the close price: no column, no figure
+    # paired differences use the same order on the cells both agents scored
+    y = _uneven().with_columns(agent=pl.lit("y"), brier=pl.lit(0.0), missing=pl.lit(False))
+    est = metrics.paired_difference(pl.concat([_uneven(), y]), "x", "y", boot=BOOT)
+    assert est.value == pytest.approx(0.5)
+
+
+def test_log_score_vs_the_days_last_price():
+    f = _uneven(with_close=True)
+    assert metrics.market_comparisons(f) == ("log_vs_market", "log_vs_market_close")
+    row = metrics.agent_table(f, None, BOOT)[0]
+    assert row["log_vs_market"]["value"] == pytest.approx(-0.5)
+    assert row["log_vs_market_close"]["value"] == pytest.approx(-1.0)
+    thirds = metrics.step_thirds(f, None, BOOT)
+    assert [r["log_vs_market_close"]["value"] for r in thirds] == pytest.approx([-2 * 0.6, -2 * 0.4, -2 * 0.2])
