@@ -11,11 +11,11 @@ Reading (`score_options`), the way a hurried news reader would:
   "Coastal Protection Act", "Fentria") must appear in a document for it to count fully; a document
   naming only some of them counts in proportion (squared), one naming none is ignored. Options that
   are names count as entities of multi-option questions.
-* Cues. Each sentence's cue balance is the count of general English news cues that point up
-  ("secured", "approve", "leads", "ahead", "encouraging", "exceeded"...) minus those that point
-  down ("delayed", "trails", "against", "investigation", "glitch", "lukewarm", "withdrawn"...); a cue
-  within three words after a negation ("not", "no longer", "without") flips; "ahead of the vote"
-  ("before the vote") is not a cue; direct quotes (spokespeople talking up their side) are skipped.
+* Cues. Each sentence's cue balance is the count of words that point up minus those that point
+  down, taken from a general-purpose English sentiment lexicon (VADER's, `lexicon.cue_lexicon`),
+  never from the sample world's generator (`docs/design.md §7`); a cue within three words after a
+  negation ("not", "no longer", "without") flips; direct quotes (spokespeople talking up their
+  side) are skipped.
 * Recency. A document's weight halves every `half_life_days` before the forecast date.
 * Yes/No: z = sum of weighted sentence balances over sqrt(1 + weighted cue-sentence count), so
   evidence that agrees piles up while mixed evidence stays near 0; p(Yes) = logistic(z / temperature).
@@ -33,74 +33,19 @@ from datetime import date
 from typing import Any
 
 from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
+from forecast_env.agents.lexicon import NEGATORS, cue_lexicon
 
 from forecast_env.config import load_config
 from forecast_env.retrieval.tokenize import tokenize
 
-POSITIVE = (
-    # expectations and standing
-    "likely", "favored", "favoured", "favorite", "favourite", "frontrunner", "front-runner", "leads",
-    "leading", "lead", "ahead", "momentum", "poised", "on track", "on course", "tipped", "confident",
-    "confidence", "optimistic", "upbeat", "buzz",
-    # movement
-    "surge", "surged", "gained", "gaining", "gains", "rose", "rising", "rises", "climbed", "jumped",
-    "boost", "boosted", "improved", "improving", "outpaced", "exceeded", "beat", "beats", "extended",
-    "clear", "cleared", "clearing", "top prize", "first place", "at the top", "highest", "strongest",
-    "easiest", "kindest",
-    # support and decisions
-    "backing", "backed", "backs", "endorsed", "endorsement", "endorse", "support", "supported",
-    "supports", "secured", "secure", "approve", "approved", "advanced", "pass", "passed", "agreement",
-    "agreed", "green light", "enough votes", "reaffirmed", "praised", "praise", "impressed",
-    "welcomed",
-    # results and readiness
-    "win", "won", "wins", "winning", "victory", "unbeaten", "strong", "stronger", "dominant",
-    "convincing", "comfortable", "shortened", "progress", "breakthrough", "on schedule", "as planned",
-    "ahead of schedule", "ready", "completed", "encouraging", "promising", "positive", "glowing",
-    "success", "successful",
-)
-NEGATIVE = (
-    # expectations and standing
-    "unlikely", "trails", "trailing", "trail", "behind", "doubts", "doubt", "falls behind", "lost ground",
-    "losing", "lost", "underdog", "pessimistic", "skeptical", "sceptical", "uncertain future",
-    # movement
-    "fell", "falling", "slip", "slips", "slipped", "slump", "dropped", "drop", "stumble", "stumbles",
-    "stumbled", "cut", "cuts", "lowered",
-    "downgraded", "lengthened", "denting", "hurting", "hurt", "weakening", "weak", "weaker",
-    # opposition and obstacles
-    "rejected", "reject", "oppose", "opposed", "opposition to", "against", "block", "blocked",
-    "threatened", "threat", "vowed to fight", "investigation", "in-depth", "probe into", "challenge",
-    "legal challenge", "objection", "lawsuit", "counterbid", "competing offer", "rival bid",
-    "too low", "inadequate", "criticism", "criticizing", "criticising", "criticized", "faulting",
-    "unpopular", "scandal", "concerns", "concern", "worries", "warned", "warning",
-    # delays and failures
-    "delayed", "delay", "delays", "postponed", "halt", "halted", "pause", "paused", "stalled", "setback",
-    "problem", "problems", "fault", "glitch", "failed", "fails", "failure", "missed", "miss", "collapse",
-    "struggled", "struggling", "struggle", "disrupted", "disruption", "dispute", "crisis", "injury",
-    "injured", "injuries", "absences", "suspension", "suspended", "illness", "withdrew", "withdrawn",
-    "stepped back", "pulled out", "hurdles", "lukewarm", "mixed reviews", "slower", "storms",
-    "high winds",
-)
-NEGATORS = ("not", "no", "never", "no longer", "hardly", "nor", "n't", "without", "unlikely to", "failed to")
-
 _SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-#: "ahead of" means "before" unless a figure, the schedule or the competition follows
-_BEFORE_RE = re.compile(
-    r"\s+of\b(?!\s+(?:\d|schedule|expectations|forecasts?|estimates|rivals?|competitors?|"
-    r"(?:the|its|their|all|most)\s+(?:field|pack|competition|rest|rivals?|others)\b))",
-    re.IGNORECASE)
 _QUOTE_START = ("\"", "\u201c", "'", "\u2018")
 
 
-def _phrase_re(phrases: tuple[str, ...]) -> re.Pattern[str]:
-    alts = sorted((re.escape(p) for p in phrases), key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(?:" + "|".join(alts) + r")(?![\w-])", re.IGNORECASE)
-
-
-_CUE_SIGN = {p.lower(): 1.0 for p in POSITIVE}
-_CUE_SIGN.update({p.lower(): -1.0 for p in NEGATIVE})
-_CUE_RE = _phrase_re(tuple(_CUE_SIGN))  # one alternation, longest first: "stepped back" beats "back"
-_NEGATOR_RE = re.compile(r"\b(?:not|no|never|no longer|hardly|nor|without|unlikely to|failed to)\b|n't\b",
-                         re.IGNORECASE)
+_CUE_SIGN = cue_lexicon()  # docs/design.md §7: a general-purpose lexicon, not the generator's words
+_NEGATOR_RE = re.compile(
+    r"\b(?:" + "|".join(re.escape(n) for n in sorted(NEGATORS, key=len, reverse=True) if n != "n't") + r")\b|n't\b",
+    re.IGNORECASE)
 _WORD_RE = re.compile(r"[\w'’-]+")
 
 
@@ -124,14 +69,12 @@ def _negated(sentence: str, start: int) -> bool:
 
 
 def cue_balance(sentence: str) -> float:
-    """Positive minus negative cue count of one sentence; a cue right after a negation flips."""
+    """Up minus down cue words of one sentence (`lexicon.cue_lexicon`); a cue right after a negation flips."""
     score = 0.0
-    for m in _CUE_RE.finditer(sentence):
-        phrase = m.group(0).lower()
-        if phrase == "ahead" and _BEFORE_RE.match(sentence, m.end()):
-            continue  # "ahead of the vote": before, not leading
-        sign = _CUE_SIGN[phrase]
-        score += -sign if _negated(sentence, m.start()) else sign
+    for m in _WORD_RE.finditer(sentence):
+        sign = _CUE_SIGN.get(m.group(0).lower())
+        if sign is not None:
+            score += -sign if _negated(sentence, m.start()) else sign
     return score
 
 

@@ -129,7 +129,7 @@ def test_base_rate_never_reads_eval_labels(tmp_path):
 def test_cue_balance():
     assert cue_balance("The coalition said it had secured enough votes and is expected to win.") > 0
     assert cue_balance("The committee delayed the vote, raising doubts; the bill trails in polls.") < 0
-    assert cue_balance("The bill is not expected to pass.") < 0  # negation flips
+    assert cue_balance("The bill is not expected to succeed.") < 0  # negation flips
 
 
 def test_score_options_yes_no_and_multi():
@@ -137,7 +137,7 @@ def test_score_options_yes_no_and_multi():
     pos = {"d1": {"day": "2026-03-19", "title": "Clean Water Bill heads toward vote in Velonia",
                   "summary": "", "body": "Whips said they had secured a majority. Support rose to 58 percent."}}
     neg = {"d1": {"day": "2026-03-19", "title": "Clean Water Bill stalls in Velonia",
-                  "summary": "", "body": "The committee delayed the review, raising doubts. Support fell."}}
+                  "summary": "", "body": "The committee delayed the review, raising doubts. Opponents threatened to kill it."}}
     q = "Will the Clean Water Bill pass in Velonia?"
     p_pos = score_options(pos, q, YN, as_of)
     p_neg = score_options(neg, q, YN, as_of)

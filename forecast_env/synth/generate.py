@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from forecast_env.synth.corpus import build_docs, write_corpus
+from forecast_env.synth.phrasing import check_bank, default_bank
 from forecast_env.synth.polymarket import write_polymarket
 from forecast_env.synth.presets import PRESETS, Preset
 from forecast_env.synth.world import CORPUS_START, PLANTS, Event, build_events
@@ -41,8 +42,12 @@ def event_truth(ev: Event) -> dict:
     }
 
 
-def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progress: bool = True) -> dict:
+def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progress: bool = True,
+               phrasing: str | None = None) -> dict:
     """Write the sample world `preset` for `seed` under `out_dir`; same inputs give identical bytes.
+
+    `phrasing` names the bank the news writes its evidence with (`phrasing.BANK_NAMES`; default: by
+    the seed, `phrasing.default_bank`).
 
     Layout: OUT/news/*.warc.gz (CC-NEWS style; the `bench` preset writes OUT/articles/YYYY-MM.parquet
     in the ARTICLES schema instead), OUT/polymarket/{gamma,clob,data}/..., OUT/truth.json.
@@ -51,16 +56,17 @@ def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progre
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     p: Preset = PRESETS[preset]
+    bank = check_bank(phrasing) if phrasing is not None else default_bank(seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    events = build_events(p, seed)
+    events = build_events(p, seed, phrasing=bank)
     pm = write_polymarket(out, events, seed)
-    truth: dict = {"preset": p.name, "seed": seed, "corpus_start": CORPUS_START.isoformat(),
+    truth: dict = {"preset": p.name, "seed": seed, "phrasing": bank, "corpus_start": CORPUS_START.isoformat(),
                    "corpus_end": "2026-05-31",
                    "splits": {"train": ["2025-06-01", "2026-03-01"], "eval": ["2026-03-01", "2026-06-01"]},
                    "body_join": "\n"}
-    summary: dict = {"preset": p.name, "seed": seed, "out": str(out), "events": pm["events"],
+    summary: dict = {"preset": p.name, "seed": seed, "phrasing": bank, "out": str(out), "events": pm["events"],
                      "events_keep": sum(1 for e in events if not e.plant),
                      "events_eval_keep": sum(1 for e in events if not e.plant and e.split == "eval"),
                      "events_train_keep": sum(1 for e in events if not e.plant and e.split == "train"),

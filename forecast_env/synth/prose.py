@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forecast_env.synth import grammar as g
+from forecast_env.synth.phrasing import BANK_B, CueDeck
 from forecast_env.synth.scenarios import ANALYSIS, HEDGES, QUOTES, Facts, Scenario
 
 
@@ -81,7 +82,13 @@ def event_article(
     n_evid = 2 + round(3 * frac) + rng.randint(0, 1)
     if preview:
         n_evid = max(1, n_evid - 2)
-    if sc.kind == "yesno":
+    if facts.phrasing == "b":  # the held-out phrasing bank (phrasing.py): its cues, not the scenario's pools
+        deck = CueDeck(rng, BANK_B, yes_no=sc.kind == "yesno")
+        for _ in range(n_evid):
+            k, o, r = draw_opt()
+            up = k == 0 if sc.kind == "yesno" else rng.random() < 0.6  # named: 3 in 5 favour o, 2 in 5 disfavour r
+            sentences.append(_fill(rng, deck.draw(up), slots, o if up else r, o))
+    elif sc.kind == "yesno":
         yes_pool = list(sc.yes)
         no_pool = list(sc.no)
         rng.shuffle(yes_pool)
@@ -125,7 +132,8 @@ def event_article(
             "{Everything|What} you need to know {before|ahead of} ${subj_short} on ${when}",
         ]), {**slots, "subj_short": slots["subj_short"]})
     else:
-        title = _fill(rng, rng.choice(sc.headlines), slots, o, r)
+        headlines = BANK_B.headlines if facts.phrasing == "b" else sc.headlines
+        title = _fill(rng, rng.choice(headlines), slots, o, r)
     summary = paragraphs[0].split(". ")[0].rstrip(".") + "."
     return Text(title, summary, paragraphs)
 

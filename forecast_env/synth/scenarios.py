@@ -25,6 +25,7 @@ class Facts:
     kind: str  # yesno | named | multi
     slots: dict[str, str]
     leg_questions: list[str] = field(default_factory=list)
+    phrasing: str = "a"  # the world's phrasing bank (phrasing.py): "a" these pools, "b" the held-out cues
 
 
 def _date_words(d: datetime) -> str:

@@ -170,8 +170,8 @@ def _plan(preset: Preset, rng: random.Random) -> list[tuple[str | None, str, dic
     return plan
 
 
-def build_events(preset: Preset, seed: int) -> list[Event]:
-    """All events of the world, deterministic in (preset, seed)."""
+def build_events(preset: Preset, seed: int, phrasing: str = "a") -> list[Event]:
+    """All events of the world, deterministic in (preset, seed); news about them uses phrasing bank `phrasing`."""
     rng = g.sub_rng(seed, "events", preset.name)
     plan = _plan(preset, rng)
     ids = rng.sample(range(10_000, 99_999), len(plan))
@@ -216,6 +216,7 @@ def build_events(preset: Preset, seed: int) -> list[Event]:
 
         k = 2 if sc.kind != "multi" else erng.randint(3, 6) if plant is None else 3
         facts = sc.make(erng, close, k)
+        facts.phrasing = phrasing
         if plant == "not_negrisk":
             facts.title = f"{facts.slots.get('country', 'Veltria')}: which measures pass this session?"
         winner = erng.randrange(len(facts.options))
