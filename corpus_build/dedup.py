@@ -1,10 +1,11 @@
 """Time-consistent duplicate suppression over the whole corpus (SPEC 2.8).
 
 Three stages, in order: canonical URL, same normalized title within a window, MinHash-LSH over
-lower-cased word 5-grams. Articles are ordered by (t, t_crawl, doc_id); an article is suppressed
-when any stage pairs it with an article *earlier* in that order, whether that earlier one was kept
-or not. So an article's fate depends only on articles published before it, and the corpus as of
-day D equals the full corpus restricted to day D.
+lower-cased word 5-grams. Articles are ordered by visibility time (`visible_at`, docs/design.md
+§2.timestamps), then crawl time, then doc id; an article is suppressed when any stage pairs it with
+an article *earlier* in that order, whether that earlier one was kept or not. So an article's fate
+depends only on articles visible before it, and the corpus as of day D equals the full corpus
+restricted to day D (docs/design.md §2.dedup).
 
 Every stage is a group-by over (key, article rank): the first member of a key group is the earliest
 article holding that key, so "has an earlier partner" is `min(rank) over the group < own rank`.
@@ -272,10 +273,13 @@ def _earliest_partner(pairs: pl.DataFrame) -> pl.DataFrame:
 
 
 def order_articles(df: pl.DataFrame) -> pl.DataFrame:
-    """Sort by (t, t_crawl, doc_id) and number the rows: `rank` is the publication order."""
-    return df.sort(["t", "t_crawl", "doc_id"], nulls_last=True).with_row_index("rank").with_columns(
-        pl.col("rank").cast(pl.Int64)
-    )
+    """Sort by (v, t_crawl, doc_id) and number the rows: `rank` is the visibility order.
+
+    v is `visible_at`; a table without it (written before visibility times) falls back to `t`.
+    """
+    v = pl.coalesce("visible_at", "t") if "visible_at" in df.columns else pl.col("t")
+    return df.with_columns(v.alias("v")).sort(["v", "t_crawl", "doc_id"], nulls_last=True).with_row_index(
+        "rank").with_columns(pl.col("rank").cast(pl.Int64))
 
 
 def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -> pl.DataFrame:
@@ -287,7 +291,8 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
     empty = pl.DataFrame(schema={"doc_id": pl.Utf8, "reason": pl.Utf8, "dup_of": pl.Utf8})
     if df.height == 0:
         return empty
-    df = order_articles(df.select(["doc_id", "url", "canonical_url", "title", "body", "t", "t_crawl"]))
+    cols = ["doc_id", "url", "canonical_url", "title", "body", "t", "t_crawl"]
+    df = order_articles(df.select(cols + (["visible_at"] if "visible_at" in df.columns else [])))
     ranks = df["rank"]
 
     # (a) canonical URL: each article holds its canonical key and its own URL key
@@ -298,14 +303,14 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
     }).drop_nulls("key").unique()
     canon = _earliest_partner(url_keys)
 
-    # (b) same normalized title of >= min_title_words words within the window, by assigned time t
+    # (b) same normalized title of >= min_title_words words within the window of visibility times
     window_us = int(cfg.get("title_window_days", 7)) * 86_400 * 1_000_000
     titles = [normalize_title(t) for t in df["title"].to_list()]
-    tdf = df.select(["rank", "t"]).with_columns(pl.Series("key", titles, dtype=pl.Utf8)).filter(
+    tdf = df.select(["rank", "v"]).with_columns(pl.Series("key", titles, dtype=pl.Utf8)).filter(
         pl.col("key").str.split(" ").list.len() >= int(cfg.get("min_title_words", 6))
     )
     tdf = tdf.filter(pl.col("key") != "").sort("rank").with_columns(
-        pl.col("t").cast(pl.Int64).alias("t_us"),
+        pl.col("v").cast(pl.Int64).alias("t_us"),
     )
     # the earliest earlier member within the window: first rank of the group whose t >= t - window
     tdf = tdf.with_columns(

@@ -47,8 +47,8 @@ from forecast_env.store import (
 )
 
 #: Columns kept in the text copy (everything Hit and Article need).
-TEXT_COLUMNS = ("doc_id", "day", "title", "url", "summary", "body", "t", "t_source", "leak_flag")
-INDEX_VERSION = 1
+TEXT_COLUMNS = ("doc_id", "day", "title", "url", "summary", "body", "t", "t_source", "leak_flag", "market_quote")
+INDEX_VERSION = 2  # 2: market_quote column and rows/market_quote.npy (hidden by default)
 
 
 def _progress(iterable: Any, enabled: bool, **kw: Any) -> Any:
@@ -186,11 +186,12 @@ def build_global(ws: Workspace, months: list[dict[str, Any]], changed: bool = Tr
     rows_dir = ws.index_dir / "rows"
     if not changed and (rows_dir / "days.npy").exists() and (ws.bm25_dir / "indptr.npy").exists():
         return {}
-    days, leak, hashes = [], [], []
+    days, leak, quote, hashes = [], [], [], []
     for m in months:
         table = pa.ipc.open_file(pa.memory_map(str(ws.index_dir / "text" / f"{m['month']}.arrow"))).read_all()
         days.append(table.column("day").cast(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int32))
         leak.append(table.column("leak_flag").fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
+        quote.append(table.column("market_quote").fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
         hashes.append(np.fromiter((doc_hash(d) for d in table.column("doc_id").to_pylist()),
                                   dtype=np.uint64, count=table.num_rows))
     all_days = np.concatenate(days) if days else np.zeros(0, np.int32)
@@ -201,6 +202,7 @@ def build_global(ws: Workspace, months: list[dict[str, Any]], changed: bool = Tr
     order = np.argsort(all_hash, kind="stable")
     _save_npy(rows_dir / "days.npy", all_days)
     _save_npy(rows_dir / "leak.npy", np.concatenate(leak) if leak else np.zeros(0, bool))
+    _save_npy(rows_dir / "market_quote.npy", np.concatenate(quote) if quote else np.zeros(0, bool))
     _save_npy(rows_dir / "doc_hash.npy", all_hash[order])
     _save_npy(rows_dir / "doc_row.npy", order.astype(np.int64))
     postings = build_global_postings(ws.bm25_dir, [read_month_postings(ws.bm25_dir / m["month"]) for m in months])

@@ -1,17 +1,22 @@
-"""Stage 7 of the corpus builder (SPEC 2.7): content-level leakage screen.
+"""Stage 7 of the corpus builder: content screens (docs/design.md §2.leakage, §2.market quotes).
 
-An article is flagged when its text shows it was written or updated after its assigned day t:
+Leakage: an article is flagged when its text shows it was written or updated after its visibility
+day (the UTC day of v, `timestamps.py`):
 
 * an "Updated" / "Last updated" / "Last modified" / "Editor's note ... updated" stamp (at the
-  start of a line or after a separator) whose date is later than t's day -> "updated_stamp:DATE";
+  start of a line or after a separator) whose date is later than that day -> "updated_stamp:DATE";
 * an event reported in the past tense ("voted", "won", "was announced", "said on", "On March 18,
-  the Senate approved ...") on a date after t's day -> "past_event:DATE".
+  the Senate approved ...") on a date after that day -> "past_event:DATE".
 
 Precision matters more than recall: previews and schedules ("scheduled for March 14", "will vote
 on", "is set to", "expected on", "ahead of the March 14 vote") are the most useful evidence, so any
 sentence carrying a future/preview cue is never flagged, and the past verb must sit next to the
-date. Dates without a year take the year of t that puts them closest to t (so "Jan. 3" written on
+date. Dates without a year take the year that puts them closest to the day (so "Jan. 3" written on
 Dec. 30 is next year, "Dec. 30" written on Jan. 3 is last year).
+
+Market quotes: `find_market_quote` finds a sentence that quotes the odds of a betting or
+prediction market ("Polymarket gives X a 70% chance", "bettors on Kalshi put the odds at 3-1"):
+such an article carries the market's belief into the evidence and is hidden by default.
 """
 
 from __future__ import annotations
@@ -19,44 +24,16 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime
 
-__all__ = ["find_dates", "screen_leakage"]
+from forecast_env.timeparse import MONTH_PATTERN, MONTHS
 
-_MONTHS = {
-    "jan": 1,
-    "january": 1,
-    "feb": 2,
-    "february": 2,
-    "mar": 3,
-    "march": 3,
-    "apr": 4,
-    "april": 4,
-    "may": 5,
-    "jun": 6,
-    "june": 6,
-    "jul": 7,
-    "july": 7,
-    "aug": 8,
-    "august": 8,
-    "sep": 9,
-    "sept": 9,
-    "september": 9,
-    "oct": 10,
-    "october": 10,
-    "nov": 11,
-    "november": 11,
-    "dec": 12,
-    "december": 12,
-}
-_MONTH_RE = (
-    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-    r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
-)
+__all__ = ["find_dates", "find_market_quote", "screen_leakage"]
+
 # Month names are matched case-sensitively: "may"/"march" as verbs stay out.
 _DATE_RE = re.compile(
     r"(?P<iso>(?<![0-9])(?P<iy>20[0-9]{2})-(?P<im>[01][0-9])-(?P<id>[0-3][0-9])(?![0-9]))"
-    r"|(?P<md>(?P<m1>" + _MONTH_RE + r")\s+(?P<d1>[0-3]?[0-9])(?:st|nd|rd|th)?(?![0-9]|:[0-9])"
+    r"|(?P<md>(?P<m1>" + MONTH_PATTERN + r")\s+(?P<d1>[0-3]?[0-9])(?:st|nd|rd|th)?(?![0-9]|:[0-9])"
     r"(?:,?\s+(?P<y1>20[0-9]{2})(?![0-9]))?)"
-    r"|(?P<dm>(?<![0-9])(?P<d2>[0-3]?[0-9])(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>" + _MONTH_RE + r")"
+    r"|(?P<dm>(?<![0-9])(?P<d2>[0-3]?[0-9])(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>" + MONTH_PATTERN + r")"
     r"(?:,?\s+(?P<y2>20[0-9]{2})(?![0-9]))?)"
 )
 
@@ -125,11 +102,11 @@ def find_dates(text: str, t_day: date) -> list[tuple[int, int, date]]:
         if m.group("iso"):
             d = _resolve(int(m.group("im")), int(m.group("id")), int(m.group("iy")), t_day)
         elif m.group("md"):
-            month = _MONTHS[m.group("m1").rstrip(".").lower()]
+            month = MONTHS[m.group("m1").rstrip(".").lower()]
             y = m.group("y1")
             d = _resolve(month, int(m.group("d1")), int(y) if y else None, t_day)
         else:
-            month = _MONTHS[m.group("m2").rstrip(".").lower()]
+            month = MONTHS[m.group("m2").rstrip(".").lower()]
             y = m.group("y2")
             d = _resolve(month, int(m.group("d2")), int(y) if y else None, t_day)
         if d is not None:
@@ -172,11 +149,11 @@ def _sentence_leak(sentence: str, t_day: date) -> date | None:
     return None
 
 
-def screen_leakage(body: str, title: str | None, t: datetime) -> tuple[bool, str | None]:
-    """(leak_flag, reason) for an article assigned time t; reasons "updated_stamp:D", "past_event:D"."""
-    if t.tzinfo is not None:
-        t = t.astimezone(UTC)
-    t_day = t.date()
+def screen_leakage(body: str, title: str | None, visible_at: datetime) -> tuple[bool, str | None]:
+    """(leak_flag, reason) for an article visible from `visible_at`; reasons "updated_stamp:D", "past_event:D"."""
+    if visible_at.tzinfo is not None:
+        visible_at = visible_at.astimezone(UTC)
+    t_day = visible_at.date()
     text = "\n".join(x for x in (title, body) if x)
     if not text:
         return False, None
@@ -190,3 +167,75 @@ def screen_leakage(body: str, title: str | None, t: datetime) -> tuple[bool, str
         if d is not None:
             return True, f"past_event:{d.isoformat()}"
     return False, None
+
+
+# ---------------------------------------------------------------------------------------------
+# market quotes
+# ---------------------------------------------------------------------------------------------
+
+# Where people bet on outcomes: prediction markets, betting exchanges, bookmakers. Named venues are
+# matched case-sensitively (so "manifold reasons" or "the coral reef" stay out).
+_VENUE_NAMED = re.compile(
+    r"\b(?:Polymarket|Kalshi|PredictIt|Manifold(?=\s+Markets|\s+users|\s+traders|\s+bettors)|Metaculus|"
+    r"Betfair|Smarkets|Augur|Insight\s+Prediction|DraftKings|FanDuel|BetMGM|Caesars\s+Sportsbook|"
+    r"William\s+Hill|Ladbrokes|Paddy\s+Power|[Bb]et365|Oddschecker|Sky\s+Bet|Coral\s+(?:bookmakers|odds))\b"
+)
+_VENUE_GENERIC = re.compile(
+    r"\b(?:prediction[- ]markets?|betting[- ](?:markets?|exchanges?|sites?|odds|platforms?)|"
+    r"event[- ]contracts?|bookmakers?|bookies|oddsmakers?|sportsbooks?|bettors|punters|gamblers|"
+    r"wagering\s+(?:markets?|sites?))\b",
+    re.IGNORECASE,
+)
+# A probability or odds figure: 70%, 70 percent, 62 cents, 3-1 / 3 to 1 / 5/2, +150, odds-on.
+_ODDS_FIGURE = re.compile(
+    r"(?<![\w.$£€])[0-9]{1,3}(?:\.[0-9]+)?\s?(?:%|per\s?cent\b|percent\b)"
+    r"|(?<![\w.$£€])[0-9]{1,2}(?:\.[0-9]+)?\s?(?:¢|cents?\b)"
+    r"|(?<![\w.:$£€-])[0-9]{1,3}\s?(?:-|/|\bto\b)\s?[0-9]{1,3}(?![\w.:%-])"
+    r"|(?<![\w.])[+-][1-9][0-9]{2,3}\b"
+    r"|\bodds[- ]on\b|\beven[- ]money\b",
+    re.IGNORECASE,
+)
+# What makes the figure a belief about the outcome (not a volume, a stake or a vote share).
+_ODDS_FRAME = re.compile(
+    r"\b(?:chances?|odds|probabilit(?:y|ies)|likelihood|favou?rites?|underdogs?|implied|shot|"
+    r"pric(?:ed|ing)(?:\s+in)?|prices\s+in|trad(?:e|es|ed|ing)\s+at|bet(?:s|ting)?\s+(?:on|that)|wager(?:s|ed|ing)?\s+(?:on|that))\b",
+    re.IGNORECASE,
+)
+# A figure followed by one of these is a change or a share of something, not a probability.
+_NOT_ODDS_AFTER = re.compile(
+    r"\s*(?:more|less|fewer|higher|lower|increase|decrease|rise|jump|drop|fall|gain|growth|stake|"
+    r"of\s+(?:its|the|their|all)\s+(?:volume|users|traders|bets|trades|revenue|market))\b",
+    re.IGNORECASE,
+)
+_FRAME_GAP = 80  # characters allowed between the frame word and the figure
+
+
+def _quotes_odds(sentence: str) -> bool:
+    frames = [m.span() for m in _ODDS_FRAME.finditer(sentence)]
+    if not frames:
+        return False
+    for m in _ODDS_FIGURE.finditer(sentence):
+        if _NOT_ODDS_AFTER.match(sentence, m.end()):
+            continue
+        if any(max(0, s - m.end(), m.start() - e) <= _FRAME_GAP for s, e in frames):
+            return True
+    return False
+
+
+def find_market_quote(body: str | None, title: str | None = None, summary: str | None = None) -> str | None:
+    """The first sentence quoting a betting or prediction market's odds, else None.
+
+    A sentence quotes odds when it names a venue (Polymarket, Kalshi, PredictIt, a betting exchange,
+    bookmakers, bettors...), a frame (chance, odds, probability, favourite, priced, trading at...)
+    and a figure near that frame (70%, 62 cents, 3-1, +150). A story about the companies
+    themselves (funding, volume, regulation) or about polls has no such sentence.
+    """
+    text = "\n".join(x for x in (title, summary, body) if x)
+    for sentence in _SENT_END.split(text):
+        if not sentence or (not any(ch.isdigit() for ch in sentence) and "odds" not in sentence.lower()):
+            continue
+        if not (_VENUE_NAMED.search(sentence) or _VENUE_GENERIC.search(sentence)):
+            continue
+        if _quotes_odds(sentence):
+            return sentence.strip()
+    return None

@@ -49,7 +49,8 @@ PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "t
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution",)
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 3  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles
+PART_VERSION = 4  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
+# 4: visibility time (day = UTC day of v), market_quote flag
 
 _WORKER: dict[str, Any] = {}
 
@@ -102,7 +103,7 @@ def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
 def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tuple[pa.Table, pa.Table, dict, list[dict]]:
     """Run stages 1-7 over one WARC file: (articles, dropped, counters, file_errors)."""
     from forecast_env.corpus_build.extract import extract_page, normalize_text
-    from forecast_env.corpus_build.leakage import screen_leakage
+    from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
     from forecast_env.corpus_build.quality import apply_filters
     from forecast_env.corpus_build.timestamps import assign_timestamps
 
@@ -115,6 +116,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
     min_score = float(cfg["language"]["min_english_score"])
     ts_cfg = cfg.get("timestamps") or {}
     min_year, max_year = int(ts_cfg.get("min_year", 2010)), int(ts_cfg.get("max_year", 2030))
+    visibility = str(ts_cfg.get("visibility", "conservative"))
     leak_on = bool((cfg.get("leakage") or {}).get("enabled", True))
 
     kept: list[dict] = []
@@ -156,14 +158,16 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
                 drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail)
                 continue
             body = res.text if res.text is not None else body
-            ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year)
+            ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year,
+                                   visibility)
             if start is not None and ts.day < start:
                 drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat())
                 continue
             if end is not None and ts.day > end:
                 drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
                 continue
-            flag, why = screen_leakage(body, title, ts.t) if leak_on else (False, None)
+            flag, why = screen_leakage(body, title, ts.visible_at) if leak_on else (False, None)
+            market_quote = find_market_quote(body, title, summary) is not None
         except Exception as exc:
             drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
             continue
@@ -172,8 +176,10 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
             "title": title, "summary": summary, "body": body,
             "t_pub": ts.t_pub, "t_mod": ts.t_mod, "t_crawl": ts.t_crawl, "t": ts.t,
             "t_source": ts.t_source, "t_rule": ts.t_rule, "t_pub_rule": ts.t_pub_rule,
-            "t_mod_rule": ts.t_mod_rule, "day": ts.day, "lang_score": float(score),
-            "leak_flag": bool(flag), "leak_reason": why, "warc_file": name, "warc_offset": item.offset,
+            "t_mod_rule": ts.t_mod_rule, "visible_at": ts.visible_at, "visible_source": ts.visible_source,
+            "visible_moves": [{"rule": r, "days": d} for r, d in ts.moves], "day": ts.day,
+            "lang_score": float(score), "leak_flag": bool(flag), "leak_reason": why, "market_quote": market_quote,
+            "warc_file": name, "warc_offset": item.offset,
         })
 
     articles = pa.Table.from_pylist(kept, schema=schema.ARTICLES)

@@ -28,6 +28,7 @@ SECTIONS = ("corpus", "events", "env", "benchmark")
 ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
     "corpus": {
         "embed.backend": ("torch", "onnx"),
+        "timestamps.visibility": ("conservative", "crawl", "publication"),
         "execution.engine": ("local", "ray"),
     },
     "events": {"screen.judge": ("offline", "llm")},

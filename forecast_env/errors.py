@@ -31,12 +31,17 @@ class QueryError(ForecastEnvError):
     """A search or open_article request is malformed (bad date, empty query, unknown mode)."""
 
 
-class FutureArticleError(ForecastEnvError):
-    """An article published after the forecast date was requested."""
+class ArticleUnavailableError(ForecastEnvError):
+    """An article that cannot be opened as of the date: unknown, not yet visible, or hidden.
+
+    The three cases share this one type and one message, so a refusal tells nothing about whether
+    the article exists (docs/design.md §3.hiding).
+    """
 
 
-class UnknownArticleError(ForecastEnvError):
-    """A doc id that is not in the corpus."""
+#: Former names of `ArticleUnavailableError` (the same class; catching either catches every refusal).
+FutureArticleError = ArticleUnavailableError
+UnknownArticleError = ArticleUnavailableError
 
 
 class EventsError(ForecastEnvError):

@@ -33,6 +33,7 @@ __all__ = [
     "MONTHS",
     "MONTH_NAMES",
     "MONTH_PATTERN",
+    "NAIVE_EARLIEST_OFFSET",
     "NAIVE_LATEST_OFFSET",
     "WEEKDAY_NAMES",
     "ParsedTime",
@@ -63,6 +64,8 @@ MONTH_PATTERN = (
 )
 #: How much later than UTC a naive article time is read (local time at UTC-12, the latest zone).
 NAIVE_LATEST_OFFSET = timedelta(hours=12)
+#: How much earlier than UTC a naive value can be at the most (local time at UTC+14, the earliest zone).
+NAIVE_EARLIEST_OFFSET = timedelta(hours=14)
 
 # Zone abbreviations dateutil does not know (it knows only UTC/GMT and the local zone).
 _TZ_HOURS = {
@@ -112,6 +115,10 @@ class ParsedTime:
         if self.naive:
             return self.instant + NAIVE_LATEST_OFFSET
         return self.instant
+
+    def as_earliest(self) -> datetime:
+        """The earliest instant the value can denote (a naive or date-only value at UTC+14)."""
+        return self.instant - NAIVE_EARLIEST_OFFSET if self.naive else self.instant
 
 
 def to_utc(dt: datetime) -> datetime:

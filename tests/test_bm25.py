@@ -77,7 +77,7 @@ def oracle_scores(rows, as_of, query_tokens, hide):
 def test_bm25_equals_oracle_on_eligible_prefix(store, offset, words, hide):
     root, rows = store
     as_of = START + timedelta(days=offset)
-    s = Searcher.open(root, hide_leak_flagged=hide)
+    s = Searcher.open(root, hide=hide)
     query = " ".join(words)
     tokens = tokenize(query)
     expected = oracle_scores(rows, as_of, tokens, hide)

@@ -163,3 +163,19 @@ def test_time_consistency_random() -> None:
         part = find_duplicates(sub, CFG)
         expect = full.filter(pl.col("doc_id").is_in(sub["doc_id"].to_list()))
         assert part.sort("doc_id").equals(expect.sort("doc_id"))
+
+
+def test_order_is_by_visibility_time_not_publication_time() -> None:
+    # a: published first but modified (visible) three days later; b: a copy visible in between.
+    # By visibility b came first, so a (as crawled, the modified page) is the duplicate.
+    body = _body(7)
+    df = _arts([{"doc_id": "a", "body": body}, {"doc_id": "b", "body": body, "day": 1}])
+    df = df.with_columns(pl.Series("visible_at", [T0 + timedelta(days=3), T0 + timedelta(days=1)],
+                                   dtype=pl.Datetime("us", "UTC")))
+    assert _dups(df) == {"a": ("dup_minhash", "b")}
+    # the title window is measured in visibility time too: 8 days apart by v, 1 day by t
+    title = "Council approves the new city budget for next year"
+    df = _arts([{"doc_id": "a", "title": title}, {"doc_id": "b", "title": title, "day": 1}])
+    df = df.with_columns(pl.Series("visible_at", [T0, T0 + timedelta(days=8)], dtype=pl.Datetime("us", "UTC")))
+    assert _dups(df) == {}
+    assert _dups(df.drop("visible_at")) == {"b": ("dup_title", "a")}

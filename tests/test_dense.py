@@ -50,7 +50,7 @@ def test_dense_is_exact_over_eligible_rows(store, offset, k, seed, hide):
     as_of = START + timedelta(days=offset)
     q = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
     q /= np.linalg.norm(q)
-    s = Searcher.open(root, hide_leak_flagged=hide, embedder=HashEmbedder(DIM))
+    s = Searcher.open(root, hide=hide, embedder=HashEmbedder(DIM))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hits = s.search_vectors(q, as_of, k=k)[0]

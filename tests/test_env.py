@@ -28,7 +28,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def searcher(ws: Path):
     from forecast_env.retrieval import Searcher
 
-    return Searcher.open(ws, hide_leak_flagged=True)
+    return Searcher.open(ws, hide=True)
 
 
 def make(ws: Path, searcher, **kw):

@@ -221,7 +221,7 @@ def test_against_sample_world_truth(request) -> None:
                     if not res.keep:
                         stage, reason = "quality", res.reason
                     else:
-                        leak = screen_leakage(res.text, ext.title, ts.t)[0]
+                        leak = screen_leakage(res.text, ext.title, ts.visible_at)[0]
                 if exp.get("stage") in ("extract", "lang", "quality") or stage is not None:
                     got.update(stage=stage, reason=reason)
                 elif exp.get("leak") is not None:

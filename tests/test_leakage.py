@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from forecast_env.corpus_build.leakage import screen_leakage
+from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
 
 T = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 
@@ -85,3 +85,47 @@ def test_same_day_event_and_stamp_not_flagged() -> None:
 def test_title_is_screened_and_empty_text_is_clean() -> None:
     assert screen_leakage("", "Updated March 20: Senate approves bill", T)[0] is True
     assert screen_leakage("", None, T) == (False, None)
+
+
+# Market quotes (docs/design.md §2.market quotes): sentences in the style of real reports.
+MARKET_QUOTES = [
+    "Polymarket gives Smith a 70% chance of winning the nomination.",
+    "Bettors on Kalshi put the odds at 3-1 that the Fed holds rates in June.",
+    "Traders on PredictIt are pricing a Democratic win at 62 cents.",
+    "According to Polymarket, the odds of a rate cut in September stand at 85 percent.",
+    "Bookmakers make City the 5/2 favourites to lift the trophy.",
+    "Smith is now the betting favorite at +150 on DraftKings.",
+    "On the prediction market Polymarket, contracts on a ceasefire were trading at 23 cents on Tuesday.",
+    "The odds on Polymarket swung from 30% to 70% overnight.",
+    "Betfair punters have her odds-on to win.",
+    "Polymarket, which had given the incumbent a 60 percent chance, now shows him trailing.",
+    "Prediction markets put the probability of a shutdown at 41%.",
+]
+NOT_MARKET_QUOTES = [
+    "Polymarket, the crypto-based prediction market, raised $45 million in a funding round led by Founders Fund.",
+    "Polymarket's trading volume rose 20% in October, the company said.",
+    "Kalshi won a court ruling in 2024 allowing it to list election contracts.",
+    "A Reuters/Ipsos poll gives Smith a 45% share of the vote, with a margin of error of 3 percentage points.",
+    "Smith has a 70% chance of winning, according to the Silver Bulletin model.",
+    "Users bet $3.3 billion on Polymarket during the election, 40% more than analysts expected.",
+    "The Lakers beat the Celtics 110-102 on Sunday.",
+    "The SEC and the CFTC are investigating whether Polymarket allowed U.S. users to trade.",
+    "The poll found 52 percent of voters favor the measure, while 41 percent oppose it.",
+    "Regulators fined Kalshi $1.3 million for 2 violations, a 10% cut from the initial penalty.",
+    "The odds of a recession have risen, economists said, putting the probability at 35%.",
+    "Polymarket users placed bets on 1,200 markets in 2025.",
+    "DraftKings stock price fell 5% after the earnings call.",
+    "There are manifold reasons to doubt the 60% figure, the odds say nothing.",
+]
+
+
+@pytest.mark.parametrize("sentence", MARKET_QUOTES)
+def test_market_quote_found(sentence: str) -> None:
+    body = f"The council met on Monday. {sentence} Officials declined to comment."
+    assert find_market_quote(body) == sentence
+    assert find_market_quote("Nothing here.", title=sentence) == sentence
+
+
+@pytest.mark.parametrize("sentence", NOT_MARKET_QUOTES)
+def test_company_news_and_polls_are_not_market_quotes(sentence: str) -> None:
+    assert find_market_quote(f"The council met on Monday. {sentence} Officials declined to comment.") is None

@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forecast_env.errors import (
+    ArticleUnavailableError,
+    ConfigError,
     ForecastEnvError,
     FutureArticleError,
     IndexMissingError,
-    UnknownArticleError,
     WorkspaceError,
 )
 from forecast_env.retrieval import Hit, QueryError, Searcher
@@ -27,9 +28,15 @@ START = date(2025, 3, 1)
 EMB = HashEmbedder(16)
 
 
+def hidden(r: dict) -> bool:
+    return bool(r["leak_flag"] or r.get("market_quote"))
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     rows = make_rows(300, start=START, days=90, seed=3)
+    for i, r in enumerate(rows):  # every 9th article quotes market odds
+        r["market_quote"] = i % 9 == 4
     ws = write_store(tmp_path_factory.mktemp("search_ws"), rows)
     build_index(ws.root, progress=False, embedder=EMB)
     return ws.root, sorted(rows, key=lambda r: (r["day"], r["doc_id"]))
@@ -54,7 +61,7 @@ def test_no_hit_after_as_of_and_future_articles_refused(built, offset, words, mo
     keys = [(-h.score, h.day, h.doc_id) for h in hits]
     assert keys == sorted(keys)
     for r in rows[::7]:
-        if r["leak_flag"]:
+        if hidden(r):
             continue
         if r["day"] > as_of:
             with pytest.raises(FutureArticleError):
@@ -122,23 +129,76 @@ def test_hit_and_article_dicts(built):
 def test_day_counts_and_range(built):
     root, rows = built
     s = Searcher.open(root, embedder=EMB)
-    visible = [r for r in rows if not r["leak_flag"]]
+    visible = [r for r in rows if not hidden(r)]
     counts = s.day_counts()
     assert sum(counts.values()) == len(visible) == len(s)
     assert s.first_day == visible[0]["day"] and s.last_day == visible[-1]["day"]
     assert s.snapshot_id
-    assert sum(Searcher.open(root, hide_leak_flagged=False).day_counts().values()) == len(rows)
+    assert sum(Searcher.open(root, hide=False).day_counts().values()) == len(rows)
+    assert sum(Searcher.open(root, hide=["leak_flag"]).day_counts().values()) == sum(not r["leak_flag"] for r in rows)
 
 
-def test_leak_flagged_hidden_by_default_and_shown_on_request(built):
+def test_refusals_are_identical_whatever_the_reason(built):
+    """Unknown, not yet visible, leak-flagged and market-quoting ids: one type, one message."""
     root, rows = built
-    flagged = next(r for r in rows if r["leak_flag"])
-    with pytest.raises(UnknownArticleError, match="leakage"):
-        Searcher.open(root).open_article(flagged["doc_id"], "2026-01-01")
-    art = Searcher.open(root, hide_leak_flagged=False).open_article(flagged["doc_id"], "2026-01-01")
-    assert art.leak_flag
-    hits = quiet(Searcher.open(root, embedder=EMB).search, flagged["body"] or "oil", "2026-01-01", k=300, mode="dense")
-    assert flagged["doc_id"] not in {h.doc_id for h in hits}
+    s = Searcher.open(root, embedder=EMB)
+    as_of = START + timedelta(days=45)
+    future = next(r for r in rows if r["day"] > as_of and not hidden(r))
+    leak = next(r for r in rows if r["leak_flag"] and r["day"] <= as_of)
+    quote = next(r for r in rows if r["market_quote"] and not r["leak_flag"] and r["day"] <= as_of)
+    answers = set()
+    for doc_id in ("0123456789abcdef", future["doc_id"], leak["doc_id"], quote["doc_id"], ""):
+        with pytest.raises(ArticleUnavailableError) as err:
+            s.open_article(doc_id, as_of)
+        answers.add((type(err.value), str(err.value).replace(repr(doc_id), "ID")))
+    assert len(answers) == 1
+    assert FutureArticleError is ArticleUnavailableError
+    # shown on request: the same ids open
+    assert Searcher.open(root, hide=False).open_article(leak["doc_id"], as_of).leak_flag
+    assert Searcher.open(root, hide=["leak_flag"]).open_article(quote["doc_id"], as_of).market_quote
+
+
+@pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
+def test_hidden_articles_never_show_in_search(built, mode):
+    root, rows = built
+    s = Searcher.open(root, embedder=EMB)
+    assert s.hidden == ("leak_flag", "market_quote") and not s.shows_market_quotes
+    seen = set()
+    for r in [r for r in rows if hidden(r)][:12]:
+        query = r["body"] or r["title"]
+        seen |= {h.doc_id for h in quiet(s.search, query, "2026-01-01", k=300, mode=mode)}
+    assert seen and not seen & {r["doc_id"] for r in rows if hidden(r)}
+    # the recorded ablation shows market quotes, still not leak-flagged articles
+    ablation = Searcher.open(root, embedder=EMB, hide=["leak_flag"])
+    assert ablation.shows_market_quotes
+    quote = next(r for r in rows if r["market_quote"] and not r["leak_flag"] and r["body"])
+    ids = {h.doc_id for h in quiet(ablation.search, quote["body"], "2026-01-01", k=300, mode=mode)}
+    assert quote["doc_id"] in ids and not ids & {r["doc_id"] for r in rows if r["leak_flag"]}
+
+
+def test_hidden_articles_are_out_of_the_statistics(built, tmp_path):
+    """Hiding happens before ranking: the scores are those of a corpus without the hidden articles."""
+    root, rows = built
+    ws = write_store(tmp_path / "visible_only", [r for r in rows if not hidden(r)])
+    build_index(ws.root, progress=False, embedder=EMB)
+    full, only = Searcher.open(root, embedder=EMB), Searcher.open(ws.root, embedder=EMB)
+    for mode in ("bm25", "dense", "hybrid"):
+        for q in ("oil price", "senate vote court", "storm"):
+            for day in ("2025-03-20", "2025-05-01"):
+                assert [h.to_dict() for h in full.search(q, day, k=20, mode=mode)] == \
+                       [h.to_dict() for h in only.search(q, day, k=20, mode=mode)]
+
+
+def test_hide_switch_errors_and_close(built):
+    root, _ = built
+    with pytest.raises(ConfigError, match="market_quote"):
+        Searcher.open(root, hide=["leak_flags"])
+    with pytest.raises(ConfigError, match="list"):
+        Searcher.open(root, hide="leak_flag")
+    with Searcher.open(root, embedder=EMB) as s:
+        assert s.search("oil", "2025-05-01", mode="bm25")
+    with pytest.raises(WorkspaceError, match="closed"):
+        s.search("oil", "2025-05-01", mode="bm25")
 
 
 def test_bad_requests_give_clear_errors(built):
@@ -152,7 +212,7 @@ def test_bad_requests_give_clear_errors(built):
         s.search("oil", "2025-04-01", mode="sparse")
     with pytest.raises(QueryError):
         s.search("oil", "2025-04-01", k=0)
-    with pytest.raises(UnknownArticleError):
+    with pytest.raises(ArticleUnavailableError):
         s.open_article("nope", "2025-04-01")
     assert issubclass(QueryError, ForecastEnvError)
     with pytest.warns(UserWarning, match="before the corpus"):

@@ -1,41 +1,19 @@
-"""Timestamp parsing and the SPEC 2.6 cascades: every rule, fixed priority, year range, UTC."""
+"""The timestamp cascades and the visibility time (docs/design.md §2.timestamps): every rule, fixed
+priority, year range, UTC, and the three visibility rules with the day moves they report."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from forecast_env.corpus_build.extract import Extracted, extract_page
-from forecast_env.corpus_build.timestamps import assign_timestamps, parse_timestamp
+from forecast_env.corpus_build.timestamps import MOVE_RULES, assign_timestamps
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forecast_env.errors import ConfigError
 
 CRAWL = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    "raw,expected",
-    [
-        ("2026-03-14T10:00:00Z", datetime(2026, 3, 14, 10, tzinfo=UTC)),
-        ("2026-03-14T23:30:00-04:00", datetime(2026, 3, 15, 3, 30, tzinfo=UTC)),
-        ("2026-03-14T10:00:00.123456789+0000", datetime(2026, 3, 14, 10, 0, 0, 123456, tzinfo=UTC)),
-        ("2026-03-14T10:00:00+05:30", datetime(2026, 3, 14, 4, 30, tzinfo=UTC)),
-        ("2026-03-14", datetime(2026, 3, 14, tzinfo=UTC)),
-        ("2026-03-14 10:00:00", datetime(2026, 3, 14, 10, tzinfo=UTC)),
-        ("2026-03-14 10:00:00 UTC", datetime(2026, 3, 14, 10, tzinfo=UTC)),
-        ("Tue, 14 Mar 2026 10:00:00 GMT", datetime(2026, 3, 14, 10, tzinfo=UTC)),
-        ("1773482400", datetime(2026, 3, 14, 10, tzinfo=UTC)),
-        ("1773482400000", datetime(2026, 3, 14, 10, tzinfo=UTC)),
-        ("March 14, 2026", datetime(2026, 3, 14, tzinfo=UTC)),
-        ("14 March 2026 10:00 EST", datetime(2026, 3, 14, 15, tzinfo=UTC)),
-        ("Published: March 14, 2026 at 9:30 a.m. EDT", datetime(2026, 3, 14, 13, 30, tzinfo=UTC)),
-    ],
-)
-def test_parse_formats(raw: str, expected: datetime) -> None:
-    assert parse_timestamp(raw) == expected
-
-
-@pytest.mark.parametrize("raw", ["", "garbage", "March 14", "not a date 99", "2026-13-45"])
-def test_unparseable_is_none(raw: str) -> None:
-    assert parse_timestamp(raw) is None
 
 
 def _page(head: str = "", body: str = "") -> str:
@@ -82,7 +60,8 @@ def test_each_modification_rule(rule: str) -> None:
 def test_url_date_http_last_modified_and_crawl() -> None:
     ext = extract_page(_page(), "https://x.com/news/2026/03/02/story")
     ts = assign_timestamps(ext, "https://x.com/news/2026/03/02/story", "Tue, 03 Mar 2026 10:00:00 GMT", CRAWL)
-    assert (ts.t_rule, ts.day, ts.t_mod_rule) == ("url_date", date(2026, 3, 2), "http_last_modified")
+    assert (ts.t_rule, ts.day, ts.t_mod_rule) == ("url_date", date(2026, 3, 3), "http_last_modified")
+    assert ts.moves == (("date_only", 1),)
     ext = extract_page(_page(), "https://x.com/news/story-2026-03-05.html")
     assert assign_timestamps(ext, "https://x.com/s", None, CRAWL).t_rule == "url_date"
     ext = extract_page(_page(), "https://x.com/a")
@@ -113,7 +92,7 @@ def test_priority_is_fixed_not_document_order() -> None:
     # Within meta_name_date, the SPEC's name order (parsely-pub-date before date) wins.
     assert ext.pub_candidates[3] == ("meta_name_date", "2026-01-04")
     ts = assign_timestamps(ext, "https://x.com/2026/01/06/a", None, CRAWL)
-    assert (ts.t_rule, ts.day) == ("jsonld_datePublished", date(2026, 1, 5))
+    assert (ts.t_rule, ts.day) == ("jsonld_datePublished", date(2026, 1, 6))  # date-only: next UTC day
 
 
 def test_out_of_range_years_and_bad_values_fall_through() -> None:
@@ -123,7 +102,7 @@ def test_out_of_range_years_and_bad_values_fall_through() -> None:
         '<meta property="article:published_time" content="2026-02-02T00:00:00">'
     )
     ts = assign_timestamps(extract_page(_page(head=head), "https://x.com/a"), "https://x.com/a", None, CRAWL)
-    assert (ts.t_rule, ts.t) == ("meta_article_published_time", datetime(2026, 2, 2, tzinfo=UTC))
+    assert (ts.t_rule, ts.t) == ("meta_article_published_time", datetime(2026, 2, 2, 12, tzinfo=UTC))
     ts = assign_timestamps(
         Extracted(None, None, "b", None, [("url_date", "2005-01-01")], []),
         "https://x.com/a",
@@ -140,10 +119,111 @@ def test_offset_converted_to_utc_day() -> None:
     ts = assign_timestamps(extract_page(_page(head=head), "https://x.com/a"), "https://x.com/a", None, CRAWL)
     assert ts.day == date(2026, 3, 15) and ts.t.tzinfo is not None and ts.t.utcoffset().total_seconds() == 0
     head = '<meta property="article:published_time" content="2026-03-14T23:30:00">'
-    ts = assign_timestamps(extract_page(_page(head=head), "https://x.com/a"), "https://x.com/a", None, CRAWL)
+    ext = extract_page(_page(head=head), "https://x.com/a")
+    ts = assign_timestamps(ext, "https://x.com/a", None, CRAWL, visibility="publication")
     assert ts.day == date(2026, 3, 14) and ts.t == datetime(2026, 3, 14, 23, 30, tzinfo=UTC)
+    ts = assign_timestamps(ext, "https://x.com/a", None, CRAWL)  # naive: the latest instant
+    assert ts.day == date(2026, 3, 15) and ts.t == datetime(2026, 3, 15, 11, 30, tzinfo=UTC)
 
 
 def test_naive_crawl_time_is_utc() -> None:
     ts = assign_timestamps(Extracted(None, None, "b", None, [], []), "u", None, datetime(2026, 3, 1, 23))
     assert ts.t == datetime(2026, 3, 1, 23, tzinfo=UTC) and ts.day == date(2026, 3, 1)
+
+
+def _ext(pub: list[tuple[str, str]] | None = None, mod: list[tuple[str, str]] | None = None) -> Extracted:
+    return Extracted(None, None, "b", None, pub or [], mod or [])
+
+
+def test_naive_evening_time_is_not_shown_a_day_early() -> None:
+    # 21:00 local in New York (01:00 UTC the next day), written without an offset
+    ext = _ext(pub=[("meta_article_published_time", "2026-03-14T21:00:00")])
+    paper = assign_timestamps(ext, "u", None, CRAWL, visibility="publication")
+    assert paper.day == date(2026, 3, 14)  # the paper's rule shows it on the 14th: a day early
+    ts = assign_timestamps(ext, "u", None, CRAWL)
+    assert ts.visible_at == datetime(2026, 3, 15, 9, tzinfo=UTC) and ts.day == date(2026, 3, 15)
+    assert ts.visible_source == "pub" and ts.moves == (("naive_time", 1),)
+
+
+def test_modified_page_is_visible_from_its_modification_day() -> None:
+    ext = _ext(pub=[("jsonld_datePublished", "2026-03-10T10:00:00Z")],
+               mod=[("jsonld_dateModified", "2026-03-13T08:00:00+00:00")])
+    ts = assign_timestamps(ext, "u", None, CRAWL)
+    assert (ts.t_source, ts.t, ts.t_mod) == ("pub", datetime(2026, 3, 10, 10, tzinfo=UTC), datetime(2026, 3, 13, 8, tzinfo=UTC))
+    assert (ts.visible_at, ts.visible_source, ts.day) == (datetime(2026, 3, 13, 8, tzinfo=UTC), "mod", date(2026, 3, 13))
+    assert ts.moves == (("modified", 3),)
+    assert assign_timestamps(ext, "u", None, CRAWL, visibility="publication").day == date(2026, 3, 10)
+
+
+def test_bogus_modification_after_crawl_is_rejected_and_the_cascade_continues() -> None:
+    crawl = datetime(2026, 3, 14, 6, tzinfo=UTC)
+    bogus = ("jsonld_dateModified", "2026-03-20T10:00:00Z")  # six days after the page was fetched
+    ext = _ext(pub=[("jsonld_datePublished", "2026-03-10T10:00:00Z")],
+               mod=[bogus, ("meta_article_modified_time", "2026-03-12T10:00:00Z")])
+    ts = assign_timestamps(ext, "u", None, crawl)
+    assert (ts.t_mod_rule, ts.day, ts.visible_source) == ("meta_article_modified_time", date(2026, 3, 12), "mod")
+    # no publication time: the paper takes the bogus value as t; the default rule falls to the crawl
+    ext = _ext(mod=[bogus])
+    assert assign_timestamps(ext, "u", None, crawl, visibility="publication").day == date(2026, 3, 20)
+    ts = assign_timestamps(ext, "u", None, crawl)
+    assert (ts.t_mod, ts.t_source, ts.day) == (None, "crawl", date(2026, 3, 14))
+    assert ts.moves == (("bogus_modified", -6),)
+    # within a day of the crawl is clock skew, not bogus: kept, and v never passes the crawl
+    ext = _ext(mod=[("jsonld_dateModified", "2026-03-14T20:00:00Z")])
+    ts = assign_timestamps(ext, "u", None, crawl)
+    assert ts.t_mod == datetime(2026, 3, 14, 20, tzinfo=UTC) and ts.visible_at == crawl
+
+
+def test_date_only_moves_to_the_next_utc_day_and_the_crawl_caps_it() -> None:
+    ext = _ext(pub=[("meta_name_date", "March 14, 2026")])
+    assert assign_timestamps(ext, "u", None, CRAWL).day == date(2026, 3, 15)
+    # crawled late on the 14th: the page existed then, as stored, so it is visible on the 14th
+    late = datetime(2026, 3, 14, 23, tzinfo=UTC)
+    ts = assign_timestamps(ext, "u", None, late)
+    assert (ts.day, ts.visible_source, ts.moves) == (date(2026, 3, 14), "crawl", (("date_only", 1), ("crawl_cap", -1)))
+
+
+def test_crawl_rule_is_the_latest_of_all_three() -> None:
+    ext = _ext(pub=[("jsonld_datePublished", "2026-03-10T10:00:00Z")], mod=[("jsonld_dateModified", "2026-03-12T10:00:00Z")])
+    ts = assign_timestamps(ext, "u", None, CRAWL, visibility="crawl")
+    assert (ts.visible_at, ts.visible_source, ts.day) == (CRAWL, "crawl", CRAWL.date())
+    assert ts.moves == (("modified", 2), ("crawl", 20))
+    with pytest.raises(ConfigError, match="timestamps.visibility"):
+        assign_timestamps(ext, "u", None, CRAWL, visibility="latest")
+
+
+_VALUES = st.sampled_from(["2026-03-10", "2026-03-10T21:00:00", "2026-03-10T21:00:00-05:00", "2026-03-13T02:00:00Z",
+                           "March 12, 2026", "2026-03-20T10:00:00Z", "2026-03-15T23:00:00", "garbage"])
+
+
+@given(st.lists(_VALUES, max_size=2), st.lists(_VALUES, max_size=2),
+       st.datetimes(min_value=datetime(2026, 3, 9), max_value=datetime(2026, 3, 22)))
+def test_visibility_rules_are_ordered(pub: list[str], mod: list[str], crawl: datetime) -> None:
+    """conservative never passes the crawl, crawl never precedes it; moves sum to the day change."""
+    ext = _ext([("meta_name_date", p) for p in pub], [("meta_name_modified", m) for m in mod])
+    crawl = crawl.replace(tzinfo=UTC)
+    paper = assign_timestamps(ext, "u", None, crawl, visibility="publication")
+    cons = assign_timestamps(ext, "u", None, crawl)
+    strict = assign_timestamps(ext, "u", None, crawl, visibility="crawl")
+    assert cons.visible_at <= crawl <= strict.visible_at
+    assert paper.moves == () and paper.visible_at == paper.t
+    for ts in (cons, strict):
+        assert ts.day == ts.visible_at.date()
+        assert paper.day + timedelta(days=sum(d for _, d in ts.moves)) == ts.day
+        assert all(rule in MOVE_RULES and d != 0 for rule, d in ts.moves)
+        # every self-reported time that was kept is no later than v (conservative: or v is the crawl)
+        kept = [x for x in (ts.t_pub, ts.t_mod) if x is not None]
+        assert all(x <= ts.visible_at for x in kept) or ts.visible_at == crawl
+
+
+def test_a_naive_modification_is_bogus_only_if_no_zone_makes_it_possible() -> None:
+    # modified "2026-03-14" (date-only), crawled at 05:00 UTC that day: possible east of UTC (already
+    # the 14th there), so kept; its latest reading (the 15th, 12:00 UTC) is capped by the crawl
+    crawl = datetime(2026, 3, 14, 5, tzinfo=UTC)
+    ext = _ext(pub=[("jsonld_datePublished", "2026-03-10T10:00:00Z")], mod=[("jsonld_dateModified", "2026-03-14")])
+    ts = assign_timestamps(ext, "u", None, crawl)
+    assert ts.t_mod_rule == "jsonld_dateModified" and ts.visible_at == crawl and ts.day == date(2026, 3, 14)
+    # "2026-03-16" cannot have happened by the 15th, 05:00 UTC in any zone: bogus
+    ext = _ext(pub=[("jsonld_datePublished", "2026-03-10T10:00:00Z")], mod=[("jsonld_dateModified", "2026-03-16")])
+    ts = assign_timestamps(ext, "u", None, crawl)
+    assert ts.t_mod is None and ts.day == date(2026, 3, 10)

@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--query", required=True, help="search text")
     s.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
     s.add_argument("--mode", default="hybrid", help="hybrid | dense | bm25 (default hybrid)")
-    s.add_argument("--show-leak-flagged", action="store_true", help="include leak-flagged articles")
+    s.add_argument("--show-hidden", action="store_true",
+                   help="include the articles retrieval.hide hides (leak-flagged, market quotes)")
     s.add_argument("--json", action="store_true", help="print a JSON list of hits")
     add_common(s)
     s.set_defaults(func=run_search)
@@ -46,7 +47,7 @@ def run_search(args: argparse.Namespace) -> int:
     from forecast_env.retrieval import Searcher
 
     cfg = section_config(args, "corpus")
-    searcher = Searcher.open(args.workspace, cfg, hide_leak_flagged=False if args.show_leak_flagged else None)
+    searcher = Searcher.open(args.workspace, cfg, hide=False if args.show_hidden else None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         hits = searcher.search(args.query, args.as_of, k=args.k, mode=args.mode)

@@ -1,17 +1,22 @@
-"""Date-restricted search over the indexed corpus (SPEC 3): `Searcher`, `Hit`, `Article`.
+"""Date-restricted search over the indexed corpus (docs/design.md §3): `Searcher`, `Hit`, `Article`.
 
 Only articles with `day <= as_of` are candidates, and the restriction is applied before ranking:
 rows are numbered globally in (day, doc_id) order, so the eligible set is a row prefix; dense search
 scans full month shards before the date's month and a row range of that month; BM25 statistics are
-computed over the prefix. Leak-flagged articles are hidden from hits, statistics and `open_article`
-unless `leakage.hide_flagged` is false.
+computed over the prefix.
+
+Hiding (docs/design.md §3.hiding): the Searcher is the one place that decides. Articles carrying a
+flag named in `retrieval.hide` (default: `leak_flag` and `market_quote`) are removed before
+ranking in every mode: from hits, from the BM25 statistics (N, df, avgdl) and from dense
+candidates, from `day_counts`, and from `open_article`, which refuses an unknown, a not-yet-visible
+and a hidden id with one error type and one message.
 
 Index layout (written by `forecast_env.corpus_build.index.build_index`):
     WS/index/manifest.json            months (rows, row offset, shard sha256), model, dim, snapshot id
     WS/index/dense/YYYY-MM.faiss      exact inner-product shard, rows = article order
     WS/index/text/YYYY-MM.arrow       uncompressed Arrow IPC copy of the month (O(1) memory-mapped rows)
     WS/index/bm25/...                 see `bm25.py`
-    WS/index/rows/{days,leak,doc_hash,doc_row}.npy   per global row: day, leak flag; doc id lookup
+    WS/index/rows/{days,leak,market_quote,doc_hash,doc_row}.npy   per global row: day, flags; doc id lookup
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -29,20 +35,23 @@ import pyarrow as pa
 
 from forecast_env.config import load_config
 from forecast_env.errors import (
-    FutureArticleError,
+    ArticleUnavailableError,
+    ConfigError,
     IndexMissingError,
     QueryError,
-    UnknownArticleError,
     WorkspaceError,
 )
 from forecast_env.retrieval.bm25 import BM25Index
 from forecast_env.retrieval.dense import DenseShards, Embedder
 from forecast_env.retrieval.hybrid import rrf
 from forecast_env.retrieval.tokenize import tokenize
+from forecast_env.timeparse import parse_day as _read_day
 
 REBUILD = "forecast-env index build --workspace WS"
 MODES = ("hybrid", "dense", "bm25")
 EPOCH = date(1970, 1, 1)
+#: Article flags that `retrieval.hide` may name, with the per-row array the index stores for each.
+HIDE_FLAGS = {"leak_flag": "leak.npy", "market_quote": "market_quote.npy"}
 
 
 @dataclass
@@ -76,6 +85,7 @@ class Article:
     t: datetime | None
     t_source: str
     leak_flag: bool
+    market_quote: bool
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -86,17 +96,11 @@ class Article:
 
 def parse_day(value: date | datetime | str, what: str = "as_of") -> date:
     """A date from a `date`, `datetime` or ISO `YYYY-MM-DD` string (QueryError otherwise)."""
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
     if isinstance(value, np.datetime64):
         return value.astype("datetime64[D]").item()
-    if isinstance(value, str):
-        try:
-            return date.fromisoformat(value.strip()[:10])
-        except ValueError:
-            pass
+    day = _read_day(value) if isinstance(value, (date, str)) else None
+    if day is not None:
+        return day
     raise QueryError(f"{what} = {value!r} is not a date; give a datetime.date or an ISO string like 2025-06-30")
 
 
@@ -135,16 +139,34 @@ def load_npy(path: Path) -> np.ndarray:
         raise WorkspaceError(f"{path}: unreadable index file ({exc}); rebuild with `{REBUILD}`") from exc
 
 
+def hidden_flags(value: bool | Iterable[str]) -> tuple[str, ...]:
+    """The article flags to hide: True = all of HIDE_FLAGS, False = none, or the names given."""
+    if isinstance(value, bool):
+        return tuple(HIDE_FLAGS) if value else ()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError(f"retrieval.hide = {value!r}: give a list of article flags out of "
+                          f"{', '.join(HIDE_FLAGS)} (an empty list shows everything)")
+    names = tuple(dict.fromkeys(value))
+    unknown = [n for n in names if n not in HIDE_FLAGS]
+    if unknown:
+        raise ConfigError(f"retrieval.hide names {unknown[0]!r}, which is not an article flag; "
+                          f"allowed: {', '.join(HIDE_FLAGS)}")
+    return names
+
+
+_MAPPED = ("bm25", "dense", "days", "flags", "doc_hash", "doc_row", "visible")
+
+
 class Searcher:
     """Read-only, date-restricted access to an indexed workspace (many processes may open one index)."""
 
-    def __init__(self, root: Path, manifest: dict[str, Any], config: dict[str, Any], hide: bool,
+    def __init__(self, root: Path, manifest: dict[str, Any], config: dict[str, Any], hide: tuple[str, ...],
                  embedder: Any = None):
         self.root = root
         self.index_dir = root / "index"
         self.manifest = manifest
         self.config = config
-        self.hide = hide
+        self.hidden = hide  # the flags hidden from search and open_article
         self.retrieval = config["retrieval"]
         self.months: list[dict[str, Any]] = manifest["months"]
         self.offsets = np.zeros(len(self.months) + 1, dtype=np.int64)
@@ -152,14 +174,21 @@ class Searcher:
             self.offsets[i + 1] = self.offsets[i] + int(m["rows"])
         rows_dir = self.index_dir / "rows"
         self.days = np.asarray(load_npy(rows_dir / "days.npy"), dtype=np.int32)
-        self.leak = np.asarray(load_npy(rows_dir / "leak.npy"), dtype=bool)
+        self.flags = {flag: np.asarray(load_npy(rows_dir / name), dtype=bool) for flag, name in HIDE_FLAGS.items()}
         self.doc_hash = load_npy(rows_dir / "doc_hash.npy")
         self.doc_row = load_npy(rows_dir / "doc_row.npy")
         if len(self.days) != self.offsets[-1]:
             raise WorkspaceError(f"{rows_dir}: {len(self.days)} rows but the manifest lists {self.offsets[-1]}; "
                                  f"rebuild with `{REBUILD}`")
-        hidden = self.leak if hide else None
-        self.visible = ~self.leak if hide else np.ones(len(self.days), dtype=bool)
+        for flag, values in self.flags.items():
+            if len(values) != len(self.days):
+                raise WorkspaceError(f"{rows_dir}: {HIDE_FLAGS[flag]} has {len(values)} rows, days.npy "
+                                     f"{len(self.days)}; rebuild with `{REBUILD}`")
+        hidden_rows = np.zeros(len(self.days), dtype=bool)
+        for flag in hide:
+            hidden_rows |= self.flags[flag]
+        hidden = hidden_rows if hide else None
+        self.visible = ~hidden_rows
         self.bm25 = BM25Index(self.index_dir / "bm25", hidden, self.retrieval["bm25_k1"], self.retrieval["bm25_b"])
         self.dense = DenseShards([self.index_dir / "dense" / f"{m['month']}.faiss" for m in self.months],
                                  self.offsets, hidden)
@@ -172,13 +201,21 @@ class Searcher:
 
     @classmethod
     def open(cls, workspace: str | Path, config: dict[str, Any] | None = None,
-             hide_leak_flagged: bool | None = None, *, embedder: Any = None) -> Searcher:
-        """Open the index of `workspace` (config: `load_config("corpus")`; embedder: query encoder override)."""
+             hide: bool | Iterable[str] | None = None, *, embedder: Any = None) -> Searcher:
+        """Open the index of `workspace` (config: `load_config("corpus")`; embedder: query encoder override).
+
+        `hide` overrides `retrieval.hide`: the article flags whose articles are hidden (True: every
+        flag of HIDE_FLAGS; False: none).
+        """
         root = Path(workspace).expanduser().resolve()
         manifest = read_index_manifest(root / "index")
         cfg = config if config is not None else load_config("corpus")
-        hide = cfg["leakage"]["hide_flagged"] if hide_leak_flagged is None else bool(hide_leak_flagged)
-        return cls(root, manifest, cfg, hide, embedder)
+        return cls(root, manifest, cfg, hidden_flags(cfg["retrieval"]["hide"] if hide is None else hide), embedder)
+
+    @property
+    def shows_market_quotes(self) -> bool:
+        """True in the recorded ablation that shows articles quoting market odds."""
+        return "market_quote" not in self.hidden
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -313,9 +350,9 @@ class Searcher:
         rows, scores = rrf(lists, size, int(self.retrieval["rrf_k"]))
         return self._hits(rows, scores)
 
-    def _find(self, doc_id: str) -> int:
+    def _find(self, doc_id: str) -> int | None:
         if not isinstance(doc_id, str) or not doc_id:
-            raise UnknownArticleError(f"doc id {doc_id!r} is not in the corpus")
+            return None
         h = np.uint64(doc_hash(doc_id))
         i = int(np.searchsorted(self.doc_hash, h))
         while i < len(self.doc_hash) and self.doc_hash[i] == h:
@@ -323,29 +360,50 @@ class Searcher:
             if self._row_fields(row, ("doc_id",))["doc_id"] == doc_id:
                 return row
             i += 1
-        raise UnknownArticleError(f"doc id {doc_id!r} is not in the corpus of {self.root}; "
-                                  "use a doc_id returned by search")
+        return None
 
     def open_article(self, doc_id: str, as_of: date | str) -> Article:
-        """The article `doc_id`, refused (FutureArticleError) when published after `as_of`."""
+        """The article `doc_id` as of `as_of`.
+
+        Raises ArticleUnavailableError, with one message, for an unknown id, an article visible only
+        after `as_of` and a hidden article alike (no existence oracle).
+        """
         d = parse_day(as_of)
         row = self._find(doc_id)
-        if self.hide and self.leak[row]:
-            raise UnknownArticleError(f"doc id {doc_id!r} is hidden: it is flagged for content leakage "
-                                      "(leakage.hide_flagged is true)")
-        if int(self.days[row]) > day_number(d):
-            raise FutureArticleError(f"doc id {doc_id!r} was published after {d.isoformat()}; "
-                                     "only articles up to the forecast date can be opened")
+        refusal = ArticleUnavailableError(
+            f"no article {str(doc_id)[:80]!r} can be opened as of {d.isoformat()}; "
+            "use a doc_id returned by search on or before that date")
+        if row is None or not self.visible[row] or int(self.days[row]) > day_number(d):
+            raise refusal
         f = self._row_fields(row, ("doc_id", "day", "title", "url", "summary", "body", "t", "t_source",
-                                   "leak_flag"))
+                                   "leak_flag", "market_quote"))
         if f["day"] > d:  # independent recheck on the stored text itself
-            raise FutureArticleError(f"doc id {doc_id!r} was published after {d.isoformat()}")
+            raise refusal
         return Article(doc_id=f["doc_id"], day=f["day"], title=f["title"] or "", url=f["url"] or "",
                        summary=f["summary"] or "", body=f["body"] or "", t=f["t"], t_source=f["t_source"] or "",
-                       leak_flag=bool(f["leak_flag"]))
+                       leak_flag=bool(f["leak_flag"]), market_quote=bool(f["market_quote"]))
+
+    def close(self) -> None:
+        """Drop the memory-mapped index files (text shards, postings, dense shards, row arrays)."""
+        self._texts.clear()
+        for name in _MAPPED:
+            self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        # reached only for attributes that are missing: those `close` dropped
+        if name in _MAPPED:
+            raise WorkspaceError(f"{self.__dict__.get('root')}: this Searcher was closed; open a new one "
+                                 "with Searcher.open(workspace)")
+        raise AttributeError(name)
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def day_counts(self) -> dict[date, int]:
-        """Indexed (visible) articles per publication day."""
+        """Indexed articles per visibility day, hidden ones left out."""
         days, counts = np.unique(self.days[self.visible], return_counts=True)
         return {EPOCH.fromordinal(EPOCH.toordinal() + int(d)): int(c) for d, c in zip(days, counts)}
 
