@@ -55,8 +55,10 @@ def _est(frame: pl.DataFrame, value: str, boot: Boot) -> Estimate:
 
 
 def market_comparisons(forecasts: pl.DataFrame) -> tuple[str, ...]:
-    """The log-vs-market columns this run recorded (older runs lack `log_vs_market_close`)."""
-    return tuple(c for c in MARKET_COMPARISONS if c in forecasts.columns)
+    """The log-vs-market columns this run recorded: present with a value somewhere (older runs lack
+    `log_vs_market_close`, or carry it empty). `log_vs_market` is always listed."""
+    return tuple(c for c in MARKET_COMPARISONS
+                 if c == "log_vs_market" or (c in forecasts.columns and forecasts[c].null_count() < forecasts.height))
 
 
 def agent_table(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boot: Boot = Boot()) -> list[dict]:
@@ -69,7 +71,7 @@ def agent_table(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boo
                "fallbacks": f.filter(pl.col("fallback").is_not_null()).height,
                "n_events": f["event_id"].n_unique()}
         for m in ("brier", "accuracy", *MARKET_COMPARISONS):
-            row[m] = _est(f, m, boot).to_dict() if m in f.columns else None
+            row[m] = _est(f, m, boot).to_dict() if m in market_comparisons(forecasts) + ("brier", "accuracy") else None
         rows.append(row)
     if market is not None and market.height:
         row = {"agent": MARKET, "n_forecasts": market.height, "missing": 0, "fallbacks": 0,
@@ -108,6 +110,7 @@ def with_third(frame: pl.DataFrame) -> pl.DataFrame:
 
 def step_thirds(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boot: Boot = Boot()) -> list[dict]:
     """Brier (and log vs market for agents) by step third on events covering all three thirds."""
+    comps = market_comparisons(forecasts)
     frames = [(a, with_third(scored(forecasts).filter((pl.col("agent") == a) & pl.col("market_prob").is_not_null())))
               for a in sorted(forecasts["agent"].unique().to_list())]
     if market is not None and market.height:
@@ -121,7 +124,7 @@ def step_thirds(forecasts: pl.DataFrame, market: pl.DataFrame | None = None, boo
             row = {"agent": agent, "third": THIRDS[t], "n_events": full.height,
                    "brier": _est(sub, "brier", boot).to_dict()}
             for m in MARKET_COMPARISONS:
-                row[m] = _est(sub, m, boot).to_dict() if agent != MARKET and m in sub.columns else None
+                row[m] = _est(sub, m, boot).to_dict() if agent != MARKET and m in comps else None
             rows.append(row)
     return rows
 

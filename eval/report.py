@@ -1,4 +1,4 @@
-"""Run reports (SPEC section 7): Markdown, a self-contained HTML page with PNG plots, and JSON.
+"""Run reports (docs/design.md §7): Markdown, a self-contained HTML page with PNG plots, and JSON.
 
 `build_report(run_dir)` reads only the run directory (forecasts, notebook, events and market tables
 written by the runner), so a report can be rebuilt anywhere. The Markdown is deterministic (no
@@ -145,14 +145,18 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
     if market is not None and market.height:
         cal[metrics.MARKET] = {k: v.to_dict() for k, v in decompose(market, n_bins).items()}
     out["calibration"] = cal
+    out["market_comparisons"] = list(metrics.market_comparisons(f))
     sk = skill_leaderboard(date_scores(f, skill_kind), anchor="uniform", draws=boot.draws, seed=boot.seed,
                            level=boot.level)
-    out["skill"] = {"kind": skill_kind, "lambda": sk.lam, "sigma_err": sk.sigma_err, "sigma_skill": sk.sigma_skill,
+    lam_lo, lam_hi = sk.lam_range(boot.level)
+    out["skill"] = {"kind": skill_kind, "lambda": sk.lam, "lambda_lo": lam_lo, "lambda_hi": lam_hi,
+                    "sigma_err": sk.sigma_err, "sigma_skill": sk.sigma_skill, "high_volume": list(sk.high_volume),
                     "anchor": sk.anchor, "table": sk.table.to_dicts()}
     if notebook is not None and scored.height:
         ev = evidence_diagnostics(f, notebook, boot.draws, boot.seed, boot.level)
         out["evidence"] = {"per_agent": ev.per_agent.to_dicts(), "quartiles": ev.quartiles.to_dicts(),
-                           "cut_points": ev.cut_points, "spearman": ev.spearman}
+                           "cut_points": ev.cut_points, "grouping": ev.grouping, "keepers": list(ev.keepers),
+                           "spearman": ev.spearman, "notes": ev.notes}
     return out
 
 
@@ -163,15 +167,24 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     b.append(("p", (f"Split `{meta.get('split', '?')}`, {len(meta.get('event_ids') or [])} events, "
                    f"{meta.get('rollouts', '?')} rollout(s), seed {meta.get('seed', '?')}; corpus snapshot "
                    f"`{meta.get('corpus_snapshot_id')}`. Intervals: {pct} percentile, event-clustered bootstrap, "
-                   "events weighted equally (rollouts, then dates, averaged within an event).")))
+                   "events weighted equally. Averaging order: each rollout's mean over its scored dates, then the "
+                   "mean over the event's rollouts, then over events (a rollout with missing dates still counts "
+                   "as one rollout).")))
     b.append(("h2", "Scores"))
-    rows = [[r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), _ci(r["log_vs_market"]) if r["log_vs_market"] else "-",
+    comps = res.get("market_comparisons") or ["log_vs_market"]
+    heads = {"log_vs_market": "log vs market (day mean)", "log_vs_market_close": "log vs market (day close)"}
+    rows = [[r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), *(_ci(r.get(c)) for c in comps),
              r["n_forecasts"], r["missing"], r["fallbacks"], r["n_events"]] for r in res["agents"]]
-    b.append(("table", ["agent", "Brier", "accuracy", "log vs market", "forecasts", "missing", "fallbacks", "events"],
-              rows))
+    b.append(("table", ["agent", "Brier", "accuracy", *(heads[c] for c in comps), "forecasts", "missing",
+                        "fallbacks", "events"], rows))
+    close = ("; day close = the same against the market's last price of that date, the stricter comparison "
+             "since the agent has read all of that day's news" if "log_vs_market_close" in comps else
+             "; this run did not record the day's last price, the stricter comparison (the agent has read all "
+             "of that day's news)")
     b.append(("p", ("Brier on [0, 2] (lower is better); accuracy with fractional ties; log vs market = "
-                   "ln p(Y) - ln m(Y) (positive favours the agent). The market row uses complete belief vectors "
-                   "on the same forecast dates. Missing reports (infrastructure failures) are not scored.")))
+                   "ln p(Y) - ln m(Y) (positive favours the agent) against the market's mean price of the "
+                   f"forecast date{close}. The market row uses complete belief vectors on the same forecast dates. "
+                   "Missing reports (infrastructure failures) are not scored.")))
     for key, title in (("by_type", "By option count"), ("by_category", "By category")):
         b.append(("h2", title))
         b.append(("table", ["group", "agent", "Brier", "accuracy", "forecasts"],
@@ -181,8 +194,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     b.append(("h2", "By relative step position"))
     b.append(("p", ("Position (t-1)/(T_e-1) in thirds; agent dates with a market price, market dates with a "
                    "complete vector; only events represented in all three thirds.")))
-    b.append(("table", ["agent", "third", "events", "Brier", "log vs market"],
-              [[r["agent"], r["third"], r["n_events"], _ci(r["brier"]), _ci(r["log_vs_market"])]
+    b.append(("table", ["agent", "third", "events", "Brier", *(heads[c] for c in comps)],
+              [[r["agent"], r["third"], r["n_events"], _ci(r["brier"]), *(_ci(r.get(c)) for c in comps)]
                for r in res["step_thirds"]]))
     if "thirds" in plots:
         b.append(("img", "Score by step third", plots["thirds"]))
@@ -214,10 +227,14 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
                for r in br.get("agents", [])]))
     sk = res["skill"]
     b.append(("h2", "Skill leaderboard"))
+    high = ", ".join(sk.get("high_volume") or []) or "-"
     b.append(("p", (f"Ridge regression on head-to-head {sk['kind']}-score differences per event (weights: share of "
                    f"the event's dates both forecast); lambda = sigma_err^2 / sigma_skill^2 = {_num(sk['lambda'])} "
-                   f"(sigma_err {_num(sk['sigma_err'])}, sigma_skill {_num(sk['sigma_skill'])}); anchored at "
-                   f"{sk['anchor'] or 'mean 0'} = 0; {pct} intervals from events resampled.")))
+                   f"(sigma_err {_num(sk['sigma_err'])}, sigma_skill {_num(sk['sigma_skill'])} from the "
+                   f"high-volume agents: {high}; an agent is high-volume with at least half the largest matchup "
+                   f"weight, all agents when fewer than 3 are); anchored at {sk['anchor'] or 'mean 0'} = 0; {pct} "
+                   f"intervals from events resampled, lambda re-estimated in every draw ({pct} range "
+                   f"{_num(sk.get('lambda_lo'))} to {_num(sk.get('lambda_hi'))}).")))
     b.append(("table", ["agent", "skill", "events", "matchups"],
               [[r["agent"], _ci({"value": r["skill"], "lo": r["lo"], "hi": r["hi"]}), r["n_events"], r["n_matchups"]]
                for r in sk["table"]]))
@@ -225,23 +242,45 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
         b.append(("img", "Skill with intervals", plots["skill"]))
     ev = res.get("evidence")
     if ev:
-        b.append(("h2", "Evidence diagnostics (memory-on notebooks)"))
-        b.append(("p", ("kappa = capture slope against the leave-one-agent-out availability index A; G = first minus "
-                       "last Brier (positive = improvement); searches / opens per forecast date.")))
-        b.append(("table", ["agent", "kappa", "G", "searches", "opens"],
-                  [[r["agent"], _num(r["kappa"]), _ci({"value": r["G"], "lo": r["G_lo"], "hi": r["G_hi"]}),
-                    _num(r["searches"], 2), _num(r["opens"], 2)] for r in ev["per_agent"]]))
-        b.append(("p", "Brier change between consecutive forecasts by quartile of A (cut points "
-                       + ", ".join(_num(c) for c in ev["cut_points"]) + "):"))
-        b.append(("table", ["quartile", "A range", "Brier change", "events"],
-                  [[f"Q{r['quartile']}", f"{_num(r['lo_cut'], 2)}-{_num(r['hi_cut'], 2)}",
+        b.extend(_evidence_blocks(ev, plots))
+    return b
+
+
+def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Block]:
+    notes = ev.get("notes") or {}
+    keepers = ", ".join(ev.get("keepers") or []) or "none"
+    b: list[Block] = [("h2", "Evidence diagnostics (memory-on notebooks)")]
+    b.append(("p", (f"Notebook-keeping agents (at least one entry in the run): {keepers}. A = leave-one-agent-out "
+                   "availability index (mean count of newly dated entries of the other keepers); kappa = capture "
+                   "slope sum(own * A) / sum(A^2); G = first minus last Brier (positive = improvement); searches / "
+                   "opens per forecast date. A dash is an undefined value; the last column says why.")))
+    b.append(("table", ["agent", "kappa", "G", "searches", "opens", "kappa undefined because"],
+              [[r["agent"], _num(r["kappa"]), _ci({"value": r["G"], "lo": r["G_lo"], "hi": r["G_hi"]}),
+                _num(r["searches"], 2), _num(r["opens"], 2), r.get("kappa_note") or ""] for r in ev["per_agent"]]))
+    grouping = ev.get("grouping", "quartiles")
+    if grouping == "quartiles":
+        intro = ("Brier change between consecutive forecasts of the keepers by quartile of A (cut points "
+                 + ", ".join(_num(c) for c in ev["cut_points"]) + "; a value on a cut point is in the lower group).")
+    elif grouping == "values":
+        intro = "Brier change between consecutive forecasts of the keepers by value of A."
+    else:
+        intro = "Brier change between consecutive forecasts by A: undefined."
+    if notes.get("quartiles"):
+        intro += f" Note: {notes['quartiles']}."
+    b.append(("p", intro))
+    if ev["quartiles"]:
+        b.append(("table", ["group", "A range", "transitions", "Brier change", "events"],
+                  [[r["label"], f"{_num(r['lo_cut'], 2)}-{_num(r['hi_cut'], 2)}", r["n"],
                     _ci({"value": r["d_brier"], "lo": r["lo"], "hi": r["hi"]}), r["n_events"]]
                    for r in ev["quartiles"]]))
-        rho = ev["spearman"]
-        b.append(("p", (f"Spearman with G across agents: kappa {_num(rho['kappa'], 3)}, searches "
-                       f"{_num(rho['searches'], 3)}, opens {_num(rho['opens'], 3)}.")))
-        if "evidence" in plots:
-            b.append(("img", "Evidence capture vs improvement", plots["evidence"]))
+    rho = ev["spearman"]
+    parts = []
+    for name in ("kappa", "searches", "opens"):
+        why = notes.get(f"spearman_{name}")
+        parts.append(f"{name} {_num(rho[name], 3)}" + (f" (undefined: {why})" if why else ""))
+    b.append(("p", "Spearman with G across notebook-keeping agents: " + "; ".join(parts) + "."))
+    if "evidence" in plots:
+        b.append(("img", "Evidence capture vs improvement", plots["evidence"]))
     return b
 
 

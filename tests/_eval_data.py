@@ -96,3 +96,23 @@ def write_run(run_dir: Path) -> Path:
                                                   "event_ids": [e[0] for e in EVENTS],
                                                   "corpus_snapshot_id": "hand-made"}))
     return run_dir
+
+
+def write_reader_run(run_dir: Path, close_price: float = 0.55) -> Path:
+    """The hand-made run with three notebook-keeping readers (sharp, reader, skim) beside uniform,
+    and the day's last market price recorded (`market_prob_close`, `log_vs_market_close`)."""
+    write_run(run_dir)
+    rows = forecast_rows(agents=("reader", "sharp", "skim", "uniform"))
+    for r in rows:
+        has = r["market_prob"] is not None and not r["missing"]
+        r["market_prob_close"] = close_price if r["market_prob"] is not None else None
+        r["log_vs_market_close"] = scoring.log_score_vs_market(
+            dict(zip(r["options"], r["probs"])), r["label"], r["options"], close_price) if has else None
+    atomic_write_table(run_dir / "forecasts.parquet", pa.Table.from_pylist(rows), schema.FORECASTS)
+    notebook = []
+    for agent, every in (("sharp", 1), ("reader", 2), ("skim", 3)):
+        for i, r in enumerate(notebook_rows()):
+            if i % every == 0:
+                notebook.append({**r, "agent": agent})
+    atomic_write_table(run_dir / "notebook.parquet", pa.Table.from_pylist(notebook), schema.NOTEBOOK)
+    return run_dir
