@@ -2,9 +2,10 @@
 
 Defaults ship inside the package (`forecast_env/defaults/*.yaml`); `configs/*.yaml` in the repository
 are user-editable copies. A user file may hold one section's keys, or several sections under their
-names (`corpus:`, `events:` ...). `--set key.sub=value` overrides one value (YAML-parsed). Every key
-must exist in the defaults and every value must have the default's type: the error names the file,
-the key and what is allowed.
+names (`corpus:`, `events:` ...). `--set section.key.sub=value` overrides one value (YAML-parsed;
+`route_overrides` assigns each to its section, the section name may be left out when the key is
+unambiguous). Every key must exist in the defaults and every value must have the default's type: the
+error names the file, the key and what is allowed.
 """
 
 from __future__ import annotations
@@ -181,18 +182,46 @@ def load_config(
     return cfg
 
 
+def route_overrides(overrides: Sequence[str], sections: Sequence[str] = SECTIONS) -> dict[str, list[str]]:
+    """Assign each `--set` item to the section it configures, validated; a ConfigError names the bad key.
+
+    An item is `section.key.sub=value`; the section may be left out when exactly one of `sections`
+    (the sections the command reads) has the key's first part. An item for a section the command does
+    not read, an ambiguous or unknown key, or a value of the wrong type is an error: nothing is
+    silently ignored. Returns `section -> ["section.key=value", ...]` for every section in `sections`.
+    """
+    routed: dict[str, list[str]] = {s: [] for s in sections}
+    reads = ", ".join(sections) if sections else "no configuration"
+    for item in overrides:
+        key, _ = parse_override(item)
+        head = key.split(".", 1)[0]
+        if head in SECTIONS:
+            if head not in sections:
+                raise ConfigError(f"--set {item!r}: this command does not read the {head!r} section; it reads {reads}")
+            if "." not in key:
+                raise ConfigError(f"--set {item!r}: name a key inside the section, e.g. --set {head}.KEY=VALUE; "
+                                  f"keys of {head}: {', '.join(sorted(default_config(head)))}")
+            routed[head].append(item)
+            continue
+        owners = [s for s in sections if head in default_config(s)]
+        if len(owners) > 1:
+            raise ConfigError(f"--set {item!r}: {head!r} is a key of several sections ({', '.join(owners)}); "
+                              f"name one, e.g. --set {owners[0]}.{item}")
+        if not owners:
+            allowed = "; ".join(f"{s}: {', '.join(sorted(default_config(s)))}" for s in sections)
+            raise ConfigError(f"--set {item!r}: unknown key {head!r}; write --set SECTION.KEY=VALUE with a "
+                              f"section this command reads ({reads}). Allowed keys: {allowed or 'none'}")
+        routed[owners[0]].append(f"{owners[0]}.{item}")
+    for section, items in routed.items():
+        if items:
+            load_config(section, overrides=items)  # unknown sub-keys and bad values fail here
+    return routed
+
+
 def config_hash(cfg: Mapping[str, Any]) -> str:
     """A short stable hash of a configuration (sorted-key JSON, sha256, 16 hex)."""
     blob = json.dumps(cfg, sort_keys=True, default=str, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def get(cfg: Mapping[str, Any], dotted: str) -> Any:
-    """Read a dotted key (`quality.c4.min_sentences`) from a loaded config."""
-    cur: Any = cfg
-    for part in dotted.split("."):
-        cur = cur[part]
-    return cur
 
 
 def repo_configs_dir() -> Path | None:

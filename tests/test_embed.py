@@ -44,7 +44,7 @@ def topic_rows(n_per_topic: int = 10):
 @pytest.fixture(scope="module")
 def real_ws(tmp_path_factory):
     ws = write_store(tmp_path_factory.mktemp("embed_ws"), topic_rows())
-    assert main(["index", "build", "--workspace", str(ws.root), "--quiet"]) == 0
+    assert main(["index", "build", "--workspace", str(ws.root), "--no-progress"]) == 0
     return ws.root
 
 
@@ -90,7 +90,7 @@ def test_cli_search_json_and_table(real_ws, capsys):
     assert "not a date" in capsys.readouterr().err
     assert main(["search", "--workspace", str(real_ws), "--as-of", "2025-03-20", "--query", "x",
                  "--mode", "nope"]) == 2
-    assert main(["index", "build", "--workspace", str(real_ws), "--quiet"]) == 0
+    assert main(["index", "build", "--workspace", str(real_ws), "--no-progress"]) == 0
     assert "rebuilt 0" in capsys.readouterr().out
 
 

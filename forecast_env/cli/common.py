@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
-from forecast_env.config import load_config
+from forecast_env.config import SECTIONS, load_config, route_overrides
 
 
-def add_common(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add --debug, --config FILE (repeatable) and --set key=value (repeatable)."""
+def add_common(parser: argparse.ArgumentParser, sections: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Add --debug, and for a command that reads configuration, --config FILE and --set SECTION.KEY=VALUE.
+
+    `sections`: the config sections the command reads (None: any of them; empty: none, so the command
+    takes no --config/--set). A --set for a section the command does not read is an error.
+    """
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    if sections is not None and not sections:
+        return parser
+    reads = tuple(sections or SECTIONS)
+    example = {"corpus": "corpus.language.min_english_score=0.7", "events": "events.screen.judge=llm",
+               "env": "env.memory=false", "benchmark": "benchmark.rollouts=3"}[reads[0]]
     parser.add_argument("--config", action="append", default=[], metavar="FILE",
                         help="YAML config file (one section's keys, or sections by name); repeatable")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one config value, e.g. --set language.min_english_score=0.7")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help=f"override one config value, e.g. --set {example} (this command reads: "
+                        f"{', '.join(reads)}; the section may be left out when the key is unambiguous); "
+                        "repeatable")
+    parser.set_defaults(config_sections=reads)
     return parser
 
 
 def section_config(args: argparse.Namespace, section: str) -> dict[str, Any]:
-    """Load one config section with the command's --config files and --set overrides."""
-    return load_config(section, files=getattr(args, "config", []) or [],
-                       overrides=getattr(args, "overrides", []) or [])
+    """One config section with the command's --config files and --set overrides (all overrides validated)."""
+    routed = route_overrides(getattr(args, "overrides", []) or [], getattr(args, "config_sections", SECTIONS))
+    return load_config(section, files=getattr(args, "config", []) or [], overrides=routed.get(section, []))

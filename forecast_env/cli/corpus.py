@@ -21,11 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--engine", choices=("local", "ray"), default=None, help="executor (default: config)")
     b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_common(b)
+    add_common(b, ["corpus"])
     b.set_defaults(func=run_build)
     r = csub.add_parser("report", help="print the corpus funnel (Markdown)")
     r.add_argument("--workspace", required=True, help="workspace folder")
-    add_common(r)
+    add_common(r, ())
     r.set_defaults(func=run_report)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from forecast_env.cli.common import add_common
+from forecast_env.config import route_overrides
 from forecast_env.errors import ForecastEnvError
 
 
@@ -24,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated agents (add 'llm' when an endpoint is configured)")
     p.add_argument("--workers", type=int, default=None)
     add_common(p)
-    p.epilog = ("--set keys must name their section here (e.g. --set corpus.embed.batch_size=32, "
-                "--set events.screen.judge=llm), since every step reads its own section.")
+    p.epilog = ("Each --set goes to the steps that read its section (e.g. --set corpus.embed.batch_size=32, "
+                "--set events.screen.judge=llm); all are checked before the first step runs.")
     p.set_defaults(func=run)
 
 
@@ -43,7 +44,12 @@ def _command(title: str, argv: list[str]) -> None:
 def run(args: argparse.Namespace) -> int:
     ws = Path(args.workspace).resolve()
     world = ws / "world"
-    shared = [a for c in args.config for a in ("--config", c)] + [a for s in args.overrides for a in ("--set", s)]
+    routed = route_overrides(args.overrides)  # every --set checked now, not when its step comes
+
+    def shared(*sections: str) -> list[str]:
+        sets = [item for s in sections for item in routed[s]]
+        return [a for c in args.config for a in ("--config", c)] + [a for item in sets for a in ("--set", item)]
+
     workers = ["--workers", str(args.workers)] if args.workers else []
     # a fresh run each time: a rerun after a code or config change must not try to resume an old run
     run_id = f"demo-{args.preset}-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -56,15 +62,15 @@ def run(args: argparse.Namespace) -> int:
                  ["synth", "--preset", args.preset, "--seed", str(args.seed), "--out", str(world)])
     _command("2/7 corpus: read, extract, filter, timestamp, deduplicate",
              ["corpus", "build", "--warc", str(world / "news" / "*.warc.gz"), "--workspace", str(ws), *workers,
-              *shared])
+              *shared("corpus")])
     _command("3/7 indices: month-sharded dense (FAISS) + as-of-date BM25",
-             ["index", "build", "--workspace", str(ws), *shared])
+             ["index", "build", "--workspace", str(ws), *shared("corpus")])
     _command("4/7 events: construction, market filters, corpus screen, splits, schedules",
              ["events", "build", "--polymarket", str(world / "polymarket"), "--workspace", str(ws), "--no-progress",
-              *shared])
+              *shared("events")])
     _command(f"5/7 benchmark run on the eval split: {args.agents}",
              ["run", "--workspace", str(ws), "--agents", args.agents, "--split", "eval", "--seed", str(args.seed),
-              "--run-id", run_id, *workers, *shared])
+              "--run-id", run_id, *workers, *shared("benchmark", "env")])
     run_dir = ws / "runs" / run_id
     _command("6/7 report (Markdown + self-contained HTML with plots)", ["report", "--run", str(run_dir)])
     _command("7/7 training-data export (train prompts; eval prompts + trajectories)",

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--workspace", required=True, metavar="WS", help="workspace folder (needs the index for the screen)")
     b.add_argument("--judge", choices=("offline", "llm"), default=None, help="screen judge (default: screen.judge)")
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_common(b)
+    add_common(b, ["events"])
     b.set_defaults(func=run_build)
 
     i = events_sub.add_parser("import", help="add events from a JSONL file of your own questions")
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--workspace", required=True, metavar="WS", help="workspace folder")
     i.add_argument("--judge", choices=("offline", "llm"), default=None, help="screen judge (default: screen.judge)")
     i.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_common(i)
+    add_common(i, ["events"])
     i.set_defaults(func=run_import)
 
     add_fetch_command(events_sub)

@@ -61,7 +61,7 @@ def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse
         help="refetch the last page of a complete listing to pick up newly closed events",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_common(p)
+    add_common(p, ["events"])
     p.set_defaults(func=run_fetch)
     return p
 

@@ -7,6 +7,7 @@ import json
 import warnings
 
 from forecast_env.cli.common import add_common, section_config
+from forecast_env.config import ALLOWED
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     isub = p.add_subparsers(dest="index_command", metavar="ACTION")
     b = isub.add_parser("build", help="build or update the indices (only changed months are redone)")
     b.add_argument("--workspace", required=True, help="workspace folder holding corpus/articles")
-    b.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_common(b)
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_common(b, ["corpus"])
     b.set_defaults(func=run_build)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -24,11 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--as-of", required=True, help="forecast date YYYY-MM-DD: only articles up to it")
     s.add_argument("--query", required=True, help="search text")
     s.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
-    s.add_argument("--mode", default="hybrid", help="hybrid | dense | bm25 (default hybrid)")
+    s.add_argument("--mode", default="hybrid", choices=ALLOWED["env"]["search_mode"], help="default hybrid")
     s.add_argument("--show-hidden", action="store_true",
                    help="include the articles retrieval.hide hides (leak-flagged, market quotes)")
     s.add_argument("--json", action="store_true", help="print a JSON list of hits")
-    add_common(s)
+    add_common(s, ["corpus"])
     s.set_defaults(func=run_search)
 
 
@@ -36,7 +37,7 @@ def run_build(args: argparse.Namespace) -> int:
     from forecast_env.corpus_build.index import build_index
 
     cfg = section_config(args, "corpus")
-    summary = build_index(args.workspace, cfg, progress=not args.quiet)
+    summary = build_index(args.workspace, cfg, progress=not args.no_progress)
     print(f"indexed {summary['articles']} articles in {summary['months']} month(s) "
           f"(rebuilt {len(summary['rebuilt'])}, unchanged {len(summary['kept'])}) with {summary['model']} "
           f"(dim {summary['dim']}) in {summary['seconds']} s -> {summary['index_dir']}")

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--event", default=None, help="event id (default: a random event of the split)")
     p.add_argument("--split", default=None, choices=("train", "eval", "all"), help="event split (default: eval)")
     p.add_argument("--seed", type=int, default=None, help="seed of the event choice")
-    add_common(p)
+    add_common(p, ["env"])
     p.set_defaults(func=run)
 
 

@@ -22,10 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", default=None, help="engine ray: address of an existing cluster (default: local Ray)")
     p.add_argument("--run-id", default=None, help="name of the run; rerun with the same id to resume")
     p.add_argument("--events", default=None, help="comma-separated event ids (default: every event of the split)")
-    p.add_argument("--env-set", dest="env_overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one environment setting, e.g. --env-set memory=false")
     p.add_argument("--no-progress", action="store_true")
-    add_common(p)
+    add_common(p, ["benchmark", "env"])
     p.set_defaults(func=run_cmd)
 
     p = sub.add_parser("report", help="build report.md / report.html / report.json of a run")
@@ -33,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", default=None)
     p.add_argument("--run-id", default=None)
     p.add_argument("--out", default=None, help="output folder (default: the run directory)")
-    add_common(p)
+    add_common(p, ["benchmark"])
     p.set_defaults(func=report_cmd)
 
     p = sub.add_parser("export", help="export one split's prompts (and a run's trajectories) as training data")
@@ -43,18 +41,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default=None, help="also export this run's trajectories (episodes of the split)")
     p.add_argument("--no-text", action="store_true", help="doc ids only: drop article text from tool results")
     p.add_argument("--format", default="hf,parquet,jsonl", help="comma-separated: hf, parquet, jsonl")
-    add_common(p)
+    p.add_argument("--no-progress", action="store_true")
+    add_common(p, ())
     p.set_defaults(func=export_cmd)
 
 
 def run_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.config import load_config
     from forecast_env.eval.runner import run_benchmark
 
     bench = section_config(args, "benchmark")
     if args.ray_address:
         bench["ray_address"] = args.ray_address
-    env_cfg = load_config("env", overrides=args.env_overrides)
+    env_cfg = section_config(args, "env")
     agents = [a.strip() for a in args.agents.split(",") if a.strip()] if args.agents else None
     events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
     run_dir = run_benchmark(args.workspace, agents, split=args.split, rollouts=args.rollouts, seed=args.seed,
@@ -101,7 +99,7 @@ def export_cmd(args: argparse.Namespace) -> int:
 
     summary = export(args.workspace, args.split, args.out, run_id=args.run_id,
                      formats=[f for f in args.format.split(",") if f.strip()], include_text=not args.no_text,
-                     progress=True)
+                     progress=not args.no_progress)
     for name, paths in summary["paths"].items():
         for fmt, path in paths.items():
             print(f"{name:13s} {fmt:8s} {path}")

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from forecast_env.cli.common import add_common
+from forecast_env.synth.phrasing import BANK_NAMES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "bench (1M; writes the article store directly)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
-    add_common(p)
+    p.add_argument("--phrasing", default=None, choices=BANK_NAMES,
+                   help="the bank the news writes its evidence with (default: by the seed, even a, odd b)")
+    add_common(p, ())
     p.set_defaults(func=run)
 
 
@@ -30,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from forecast_env.synth import synthesize
 
     t0 = time.perf_counter()
-    summary = synthesize(Path(args.out), preset=args.preset, seed=args.seed, progress=not args.no_progress)
+    summary = synthesize(Path(args.out), preset=args.preset, seed=args.seed, progress=not args.no_progress,
+                         phrasing=args.phrasing)
     dt = time.perf_counter() - t0
     parts = ", ".join(f"{k}={v}" for k, v in summary.items() if isinstance(v, (int, float, str)))
     print(f"sample world '{args.preset}' (seed {args.seed}) written to {args.out} in {dt:.1f}s: {parts}")

@@ -12,7 +12,7 @@ from forecast_env.store import verify_workspace
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="recheck every manifest (checksums, sizes) of a workspace")
     p.add_argument("workspace", help="workspace folder")
-    add_common(p)
+    add_common(p, ())
     p.set_defaults(func=run)
 
 
