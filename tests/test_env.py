@@ -16,8 +16,6 @@ from _env_data import FUTURE_WORD, PRICE_DIGITS, build_workspace
 from forecast_env import schema
 from forecast_env.store import conform
 
-pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder (corpus_build/index.py) is missing")
-
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:

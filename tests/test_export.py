@@ -14,8 +14,6 @@ from forecast_env.eval.runner import run_benchmark
 
 from forecast_env.errors import RunError
 
-pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder is missing")
-
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory) -> Path:

@@ -169,11 +169,6 @@ def test_normalize_text() -> None:
 
 def test_against_sample_world_truth(request) -> None:
     """Run stages 2-7 over the micro world's WARC pages; compare with truth.json."""
-    import pytest
-
-    synth = pytest.importorskip("forecast_env.synth")
-    if not hasattr(synth, "synthesize"):
-        pytest.skip("forecast_env.synth.synthesize is not available yet")
     from datetime import datetime
 
     from forecast_env.corpus_build.langid import LanguageIdentifier

@@ -12,8 +12,6 @@ from _env_data import build_workspace
 from forecast_env.cli.main import main
 from forecast_env.cli.play import parse_command
 
-pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder (corpus_build/index.py) is missing")
-
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:

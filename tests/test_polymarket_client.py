@@ -628,7 +628,6 @@ def test_cli_fetch_command(fake: FakePolymarket, tmp_path: Path, capsys: pytest.
 def test_cli_main_runs_events_fetch(
     fake: FakePolymarket, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    pytest.importorskip("forecast_env.cli.events", reason="the `events` command group has not landed yet")
     from forecast_env.cli.main import main
 
     sets = [x for k, v in config(fake).items() for x in ("--set", f"polymarket.{k}={v}")]

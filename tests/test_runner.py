@@ -14,8 +14,6 @@ from polars.testing import assert_frame_equal
 
 from forecast_env.errors import RunError
 
-pytest.importorskip("forecast_env.corpus_build.index", reason="the index builder is missing")
-
 AGENTS = ["uniform", "base_rate", "retrieval"]
 KEY = ["agent", "event_id", "rollout", "step"]
 
@@ -119,15 +117,6 @@ def test_cli_run_and_report(ws, seq_run, capsys):
     assert main(["report", "--run", str(ws / "runs" / "nope")]) == 2
 
 
-def _synth_available() -> bool:
-    try:
-        from forecast_env.synth import synthesize  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _synth_available(), reason="the sample-world generator has not landed")
 def test_end_to_end_micro(micro_events, tmp_path):
     from forecast_env.eval.report import build_report
 
@@ -145,7 +134,6 @@ def _event_mean_brier(frames: list[pl.DataFrame]) -> dict[str, float]:
     return dict(per_event.group_by("agent").agg(pl.col("brier").mean()).iter_rows())
 
 
-@pytest.mark.skipif(not _synth_available(), reason="the sample-world generator has not landed")
 def test_retrieval_beats_uniform_on_micro(micro_events):
     """The fast stand-in of the acceptance test: on the micro world (all 7 train + eval events; 4 eval
     events alone are too few) reading the news beats the blind uniform forecast on mean Brier."""
@@ -160,7 +148,6 @@ def test_retrieval_beats_uniform_on_micro(micro_events):
 
 
 @pytest.mark.benchmark  # builds three tiny worlds: minutes on 2 cores (benchmarks/RESULTS.md, acceptance section)
-@pytest.mark.skipif(not _synth_available(), reason="the sample-world generator has not landed")
 def test_acceptance_retrieval_beats_uniform_on_tiny(tmp_path_factory):
     """Issue 7 acceptance: on the tiny sample world, world seeds 0, 1 and 2 (>= 25 eval events each),
     retrieval beats uniform on Brier: the paired difference retrieval - uniform pooled over the three
