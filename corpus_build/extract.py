@@ -1,11 +1,10 @@
 """Stages 2-3 of the corpus builder (SPEC 2.2-2.3): one lxml parse per page, then title, summary,
 body text, canonical link and every publication/modification timestamp candidate.
 
-The body comes from a fast main-content extractor of our own (``itemprop=articleBody``, else the
-``<article>`` with the most paragraph text, else the densest cluster of ``<p>``); when that finds
-too little text, trafilatura's ``bare_extraction`` runs on the same tree without its own metadata
-or date search (our cascades in `timestamps.py` do that). ``benchmarks/bench_extract.py`` measures
-both against trafilatura with metadata.
+The body comes from `body.article_body` (our fast extractor, which hands the pages it doubts to
+trafilatura's main-content extraction on the same tree, without trafilatura's metadata or date
+search: our cascades in `timestamps.py` do that). ``benchmarks/bench_extract.py`` measures speed,
+``benchmarks/bench_extract_quality.py`` quality on real pages with ground truth.
 
 Timestamp candidates are returned per rule, in the SPEC's cascade priority (never document
 order); `timestamps.assign_timestamps` picks the first one that parses within the year range.
@@ -20,7 +19,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
-import lxml.html
+
+from forecast_env.corpus_build.body import article_body, block_text, text_of
 
 __all__ = [
     "MOD_RULES",
@@ -111,33 +111,6 @@ _JSONLD_KEYS = (
 
 # A full date in a URL path: /2026/03/14/ or /2026-03-14/ (also ...-2026-03-14.html).
 _URL_DATE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})([/_-])([01]?[0-9])\2([0-3]?[0-9])(?![0-9])")
-_BOILER_TAGS = {
-    "nav",
-    "aside",
-    "footer",
-    "header",
-    "form",
-    "script",
-    "style",
-    "noscript",
-    "iframe",
-    "svg",
-    "button",
-    "select",
-    "figure",
-    "figcaption",
-    "template",
-    "menu",
-}
-_BOILER_ATTR = re.compile(
-    r"(?:^|[\s_-])(?:share|sharing|social|comment|comments|related|newsletter|promo|advert|ads?|"
-    r"sponsor|subscribe|subscription|signup|sidebar|menu|breadcrumbs?|cookie|consent|footer|"
-    r"header|nav|navigation|recommend|most-read|trending|popular|outbrain|taboola|paywall|"
-    r"byline|caption|tags?)(?:$|[\s_-])",
-    re.IGNORECASE,
-)
-_BLOCK_TAGS = ("p", "h2", "h3", "h4", "h5", "h6", "li", "blockquote", "pre")
-_MIN_OWN_BODY_CHARS = 300
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200e\u200f\u2028\u2029\ufeff]")
 _HSPACE = re.compile(r"[^\S\n]+")
 _MANY_NL = re.compile(r"\n{3,}")
@@ -174,16 +147,20 @@ def _clean_inline(text: str | None) -> str | None:
     return text or None
 
 
-def _parse(html: str) -> lxml.html.HtmlElement | None:
-    """Parse once with lxml; tolerant of missing <body>, broken tags, encoding declarations."""
+def _parse(html: str) -> lxml.etree._Element | None:
+    """Parse once with lxml; tolerant of missing <body>, broken tags, encoding declarations.
+
+    Plain etree elements, not lxml.html's: its per-element Python class lookup costs more than
+    everything else we do with the tree."""
     if not html or not html.strip():
         return None
     html = _XML_DECL.sub("", html, count=1)
-    parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True)
+    parser = lxml.etree.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True)
     try:
-        return lxml.html.document_fromstring(html.encode("utf-8", "replace"), parser=parser)
+        root = lxml.etree.fromstring(html.encode("utf-8", "replace"), parser=parser)
     except (lxml.etree.ParserError, ValueError, lxml.etree.XMLSyntaxError):
         return None
+    return root if root is not None and isinstance(root.tag, str) else None
 
 
 def url_date(url: str | None) -> str | None:
@@ -301,148 +278,6 @@ def _jsonld_candidates(scripts: list[str], pub: dict, mod: dict) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Body
-# ------------------------------------------------------------------------------------------------
-
-
-def _is_boiler(el, own_block: bool = False) -> bool:
-    """Boilerplate by tag, class or id. For a paragraph/heading block itself (own_block) the id is
-    ignored: ids on blocks are in-page anchors slugged from the text ("share-prices-fall",
-    "nav_schredder_statt"), not page-template names."""
-    if el.tag in _BOILER_TAGS:
-        return True
-    attrs = (el.get("class") or "") + ("" if own_block else " " + (el.get("id") or ""))
-    return bool(attrs.strip()) and _BOILER_ATTR.search(attrs) is not None
-
-
-def _collect_text(el, parts: list[str]) -> None:
-    if el.text:
-        parts.append(el.text)
-    for child in el:
-        if isinstance(child.tag, str) and child.tag not in _BOILER_TAGS:
-            _collect_text(child, parts)
-        if child.tail:
-            parts.append(child.tail)
-
-
-def _block_text(el) -> str:
-    """Whitespace-collapsed text of el without script/style/figure/aside/... subtrees inside it.
-
-    Real pages nest such elements inside a block: an unclosed <p> swallows the following ad
-    <section><script> (libxml2 does not close <p> at HTML5 tags), and that script text would
-    otherwise reach the body (and trip the curly-bracket quality filter)."""
-    try:
-        if next(el.iterdescendants(*_BOILER_TAGS), None) is None:
-            return " ".join(el.text_content().split())
-        parts: list[str] = []
-        _collect_text(el, parts)
-        return " ".join("".join(parts).split())
-    except ValueError:
-        return ""
-
-
-def _blocks(root) -> list[str]:
-    """Paragraph-like blocks under root, skipping boilerplate subtrees and nested duplicates."""
-    out: list[str] = []
-    taken: set = set()
-    bad_cache: dict = {}
-
-    def excluded(el) -> bool:
-        chain = []
-        node = el
-        result = False
-        while node is not None and node is not root:
-            if node in bad_cache:
-                result = bad_cache[node]
-                break
-            chain.append(node)
-            if node in taken or (node is not el and _is_boiler(node)):
-                result = True
-                break
-            node = node.getparent()
-        for n in chain:
-            if n is not el and n not in taken:
-                bad_cache[n] = result
-        return result
-
-    for el in root.iter(*_BLOCK_TAGS):
-        if el.tag == "li" and el.find(".//p") is not None:
-            continue
-        if el.tag == "blockquote" and el.find(".//p") is not None:
-            continue
-        if excluded(el) or _is_boiler(el, own_block=True):
-            continue
-        text = _block_text(el)
-        if el.tag == "li" and len(text.split()) < 4:
-            continue
-        if text:
-            out.append(text)
-            taken.add(el)
-    return out
-
-
-def _own_body(tree) -> tuple[str, bool]:
-    """Main content by markup (articleBody, <article>) else the densest cluster of <p>.
-
-    Returns (text, found_by_markup)."""
-    body = tree.find("body")
-    scope = body if body is not None else tree
-    roots = scope.xpath(".//*[@itemprop='articleBody' or @itemprop='articlebody']")
-    by_markup = bool(roots)
-    if not roots:
-        articles = scope.xpath(".//article")
-        if articles:
-            scored = [(sum(len(_block_text(p)) for p in a.iter("p")), i, a) for i, a in enumerate(articles)]
-            best = max(scored, key=lambda x: (x[0], -x[1]))
-            if best[0] > 0:
-                roots = [best[2]]
-                by_markup = True
-    if not roots:
-        # Readability-style: each <p>'s text scores its parent fully and its grandparent half.
-        score: dict = {}
-        for p in scope.iter("p"):
-            n = len(_block_text(p))
-            if n < 25:
-                continue
-            parent = p.getparent()
-            if parent is None:
-                continue
-            score[parent] = score.get(parent, 0.0) + n
-            grand = parent.getparent()
-            if grand is not None:
-                score[grand] = score.get(grand, 0.0) + n / 2
-        if score:
-            roots = [max(score.items(), key=lambda kv: kv[1])[0]]
-    if not roots:
-        return "", False
-    return "\n\n".join(_blocks(roots[0])), by_markup
-
-
-def _trafilatura_body(tree, url: str) -> str:
-    """trafilatura's main-content extraction on our tree, without its metadata/date search."""
-    import trafilatura
-
-    try:
-        doc = trafilatura.bare_extraction(
-            tree,
-            url=url,
-            with_metadata=False,
-            include_comments=False,
-            include_tables=False,
-            include_images=False,
-            include_links=False,
-            fast=True,
-        )
-    except Exception:
-        return ""
-    if doc is None:
-        return ""
-    text = doc.get("text") if isinstance(doc, dict) else getattr(doc, "text", None)
-    # trafilatura separates paragraphs by one newline; ours are blank-line separated.
-    return "\n\n".join(line for line in (text or "").split("\n") if line.strip())
-
-
-# ------------------------------------------------------------------------------------------------
 # Page
 # ------------------------------------------------------------------------------------------------
 
@@ -538,14 +373,14 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> 
         prop = (el.get("itemprop") or "").strip().lower()
         if prop not in ("datepublished", "datemodified"):
             continue
-        value = el.get("datetime") or el.get("content") or _block_text(el)
+        value = el.get("datetime") or el.get("content") or block_text(el)
         if value:
             rule = "itemprop_datePublished" if prop == "datepublished" else "itemprop_dateModified"
             (pub if prop == "datepublished" else mod).setdefault(rule, []).append(value.strip())
 
     for el in tree.iter("time"):
         classes = set((el.get("class") or "").lower().split())
-        value = (el.get("datetime") or _block_text(el) or "").strip()
+        value = (el.get("datetime") or block_text(el) or "").strip()
         if not value:
             continue
         if el.get("pubdate") is not None or "published" in classes:
@@ -580,21 +415,16 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> 
     title = _clean_inline(og_title)
     if title is None:
         t = tree.find(".//title")
-        title = _clean_inline(t.text_content() if t is not None else None)
+        title = _clean_inline(text_of(t) if t is not None else None)
     title = strip_site_suffix(title, [*site_names, _host_label(url)])
     if title is None:
         h1 = tree.find(".//h1")
-        title = _clean_inline(_block_text(h1) if h1 is not None else None)
+        title = _clean_inline(block_text(h1) if h1 is not None else None)
     summary = (
         _clean_inline(description) or _clean_inline(og_description) or _clean_inline(twitter_description)
     )
 
-    body, by_markup = _own_body(tree)
-    body = normalize_text(body)
-    if use_trafilatura_fallback and (not body or (len(body) < _MIN_OWN_BODY_CHARS and not by_markup)):
-        alt = normalize_text(_trafilatura_body(tree, url))  # mutates the tree: keep it last
-        if len(alt) > len(body):
-            body = alt
+    body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback))
 
     if not any(ch.isalnum() for ch in body):
         body = ""

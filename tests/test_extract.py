@@ -93,7 +93,9 @@ def test_encoding_declaration_and_unicode() -> None:
 def test_article_body_itemprop_preferred() -> None:
     html = (
         "<html><body><div class='sidebar'>" + _article(8) + "</div>"
-        "<div itemprop='articleBody'><p>Only this text. " + PARA + "</p></div></body></html>"
+        "<div itemprop='articleBody'><p>Only this text. " + PARA + "</p>"
+        + "<p>The mayor said the vote would be held next month after a final public hearing.</p>" * 3
+        + "</div></body></html>"
     )
     ext = extract_page(html, "u")
     assert ext.body.startswith("Only this text.") and ext.body.count("city council") == 1
@@ -203,7 +205,8 @@ def test_against_sample_world_truth(request) -> None:
                 crawl = datetime.fromisoformat(rec.rec_headers.get_header("WARC-Date"))
                 lm = rec.http_headers.get_header("Last-Modified") if rec.http_headers else None
                 ext = extract_page(html, url)
-                ts = assign_timestamps(ext, url, lm, crawl.astimezone(UTC))
+                # truth.json's `day` is the paper's rule (t = t_p, else t_m, else t_c)
+                ts = assign_timestamps(ext, url, lm, crawl.astimezone(UTC), visibility="publication")
                 got: dict = {"t_rule": ts.t_rule, "t_source": ts.t_source, "day": ts.day.isoformat()}
                 stage = reason = None
                 leak = False

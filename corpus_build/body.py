@@ -1,0 +1,331 @@
+"""The article body of a parsed page (stage 2, docs/design.md §2): a fast extractor of our own that
+checks its own result and hands doubtful pages to trafilatura.
+
+Our pass (one walk over the tree):
+
+1. Candidate blocks: ``<p>``, headings, ``<li>``, ``<blockquote>``, ``<pre>``, and *text divs*
+   (``<div>``/``<section>``/``<span>``-free leaves whose children are inline only), since many sites write
+   paragraphs as ``<div class="...__paragraph">`` or ``<div data-component="text-block">``.
+2. The root: ``itemprop=articleBody``, else the ``<article>`` with the most block text, else the
+   element where paragraph text is densest (each block of >= 25 characters that is not mostly link
+   text scores its parent fully and its grandparent half).
+3. The blocks under the root, without boilerplate subtrees. Boilerplate is a tag (nav, aside,
+   footer, figure, ...) or a class/id *part* (split at spaces, ``-`` and ``_``) naming side content
+   (share, related, promo, paywall, sidebar, comments, ...). Layout wrappers carry such words too
+   (``l-sidebar-fixed``, ``has-paywall``): a named element that holds most of the root's block text
+   is the article, whatever its name says (comment sections excepted: they never count as body).
+
+Then the self-check: the result is doubtful when it is short, when the markup root holds much less
+text than the densest cluster elsewhere, or when most of it is link text. Doubtful pages go to
+trafilatura's full extraction (``bare_extraction`` without ``fast``: its own fallbacks handle old
+table layouts, where the reduced mode returns navigation), and the longer trustworthy answer wins.
+"""
+
+from __future__ import annotations
+
+import re
+
+import lxml.etree
+
+__all__ = ["article_body", "block_text", "own_body", "text_of", "trafilatura_body"]
+
+#: Subtrees that are never body text.
+BOILER_TAGS = frozenset({
+    "nav", "aside", "footer", "header", "form", "script", "style", "noscript", "iframe", "svg",
+    "button", "select", "figure", "figcaption", "template", "menu", "textarea", "dialog",
+})
+#: Class/id parts naming side content (matched against the parts of a name split at space, - and _).
+BOILER_WORDS = frozenset({
+    "share", "sharing", "social", "comment", "comments", "related", "newsletter", "promo", "advert",
+    "ad", "ads", "sponsor", "sponsored", "subscribe", "subscription", "signup", "sidebar", "menu",
+    "breadcrumb", "breadcrumbs", "cookie", "consent", "footer", "header", "nav", "navigation",
+    "recommend", "recommended", "trending", "popular", "outbrain", "taboola", "paywall", "byline",
+    "caption", "tag", "tags", "disqus", "readmore", "newsletters", "banner", "modal", "popup",
+})
+#: Parts that mark reader comments: excluded even when they hold most of the text.
+COMMENT_WORDS = frozenset({"comment", "comments", "disqus", "replies", "respond"})
+#: Two-part names that the part split would miss ("most-read", "read-next", "more-stories").
+BOILER_PAIRS = (("most", "read"), ("read", "next"), ("more", "stories"), ("also", "like"))
+_PARTS = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
+
+_BLOCK_TAGS = frozenset({"p", "h2", "h3", "h4", "h5", "h6", "li", "blockquote", "pre"})
+_TEXT_DIV_TAGS = frozenset({"div", "section"})
+#: Elements that make their parent a container rather than a text div.
+_STRUCTURE = frozenset({
+    "p", "div", "section", "article", "main", "ul", "ol", "li", "dl", "table", "tr", "td", "th",
+    "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "header", "footer", "aside", "nav", "form",
+    "figure", "iframe", "video", "audio", "canvas", "svg", "picture", "hr",
+})
+_CANDIDATE_TAGS = tuple(_BLOCK_TAGS | _TEXT_DIV_TAGS)
+_PROSE_TAGS = frozenset({"p", "div", "section", "blockquote", "pre"})
+_MIN_TEXT_DIV_WORDS = 8
+_MIN_DENSITY_CHARS = 25
+#: Bodies shorter than this (characters) are doubtful.
+MIN_TRUSTED_CHARS = 600
+
+
+def _name_parts(el, own_block: bool) -> list[str]:
+    attrs = el.get("class") or ""
+    if not own_block:
+        attrs += " " + (el.get("id") or "")
+    if not attrs.strip():
+        return []
+    return [p.lower() for p in _PARTS.split(attrs) if p]
+
+
+def boiler_kind(el, own_block: bool = False) -> str | None:
+    """'tag', 'comment' or 'name' when el looks like boilerplate, else None.
+
+    For a paragraph/heading block itself (own_block) the id is ignored: ids on blocks are in-page
+    anchors slugged from the text ("share-prices-fall"), not page-template names."""
+    tag = el.tag
+    if tag in BOILER_TAGS:
+        return "tag"
+    parts = _name_parts(el, own_block)
+    if not parts:
+        return None
+    words = set(parts)
+    if words & COMMENT_WORDS:
+        return "comment"
+    if words & BOILER_WORDS:
+        return "name"
+    for a, b in BOILER_PAIRS:
+        if a in words and b in words:
+            return "name"
+    return None
+
+
+def text_of(el) -> str:
+    """All text under el (scripts included), as lxml serializes it."""
+    return lxml.etree.tostring(el, method="text", encoding=str, with_tail=False)
+
+
+def _collect_text(el, parts: list[str]) -> None:
+    if el.text:
+        parts.append(el.text)
+    for child in el:
+        if isinstance(child.tag, str) and child.tag not in BOILER_TAGS:
+            _collect_text(child, parts)
+        if child.tail:
+            parts.append(child.tail)
+
+
+def block_text(el) -> str:
+    """Whitespace-collapsed text of el without script/style/figure/aside/... subtrees inside it.
+
+    Real pages nest such elements inside a block: an unclosed <p> swallows the following ad
+    <section><script> (libxml2 does not close <p> at HTML5 tags), and that script text would
+    otherwise reach the body (and trip the curly-bracket quality filter)."""
+    try:
+        if next(el.iterdescendants(*BOILER_TAGS), None) is None:
+            return " ".join(text_of(el).split())
+        parts: list[str] = []
+        _collect_text(el, parts)
+        return " ".join("".join(parts).split())
+    except ValueError:
+        return ""
+
+
+def _link_chars(el) -> int:
+    return sum(len(" ".join(text_of(a).split())) for a in el.iter("a"))
+
+
+class _Block:
+    __slots__ = ("_prose", "chain", "el", "links", "text")
+
+    def __init__(self, el, text: str, chain: list) -> None:
+        self.el, self.text, self.chain = el, text, chain
+        self.links = -1
+        self._prose = -1
+
+    def link_share(self) -> float:
+        if self.links < 0:
+            self.links = _link_chars(self.el)
+        return self.links / max(len(self.text), 1)
+
+    def prose(self) -> int:
+        """Characters of running text: a paragraph (not a list item or heading: those are also what
+        teaser lists are made of) of >= 25 characters that is not mostly link text; else 0."""
+        if self._prose < 0:
+            n = len(self.text)
+            self._prose = n if (self.el.tag in _PROSE_TAGS and n >= _MIN_DENSITY_CHARS
+                                and self.link_share() <= 0.5) else 0
+        return self._prose
+
+
+def _candidates(scope) -> list[_Block]:
+    """Paragraph-like blocks under scope in document order, each with its ancestor chain."""
+    structural: set = set()  # elements with a structural descendant (not text divs)
+    for el in scope.iter(*_STRUCTURE):
+        node = el.getparent()
+        while node is not None and node not in structural:
+            structural.add(node)
+            node = node.getparent()
+    out: list[_Block] = []
+    for el in scope.iter(*_CANDIDATE_TAGS):
+        tag = el.tag
+        if tag in _BLOCK_TAGS:
+            if tag in ("li", "blockquote") and el in structural and el.find(".//p") is not None:
+                continue  # its paragraphs are the blocks
+        elif tag in _TEXT_DIV_TAGS and el not in structural:
+            pass
+        else:
+            continue
+        chain = []
+        node = el.getparent()
+        while node is not None and node is not scope:
+            if node.tag in BOILER_TAGS:
+                break  # inside nav/footer/aside/...: never body, skip the text work
+            chain.append(node)
+            node = node.getparent()
+        else:
+            chain.append(scope)
+            text = block_text(el)
+            if not text:
+                continue
+            n_words = text.count(" ") + 1
+            if (tag in _TEXT_DIV_TAGS and n_words < _MIN_TEXT_DIV_WORDS) or (tag == "li" and n_words < 4):
+                continue
+            out.append(_Block(el, text, chain))
+    return out
+
+
+class _Boiler:
+    """Boilerplate verdicts for ancestors, with the majority exception for layout wrappers."""
+
+    def __init__(self, blocks: list[_Block], root) -> None:
+        self.chars: dict = {}
+        total = 0
+        for b in blocks:
+            n = b.prose()
+            if not n:
+                continue
+            total += n
+            for node in b.chain:
+                self.chars[node] = self.chars.get(node, 0) + n
+                if node is root:
+                    break
+        self.total = max(total, 1)
+        self.cache: dict = {}
+
+    def excluded(self, node) -> bool:
+        hit = self.cache.get(node)
+        if hit is None:
+            kind = boiler_kind(node)
+            if kind is None:
+                hit = False
+            elif kind == "name":
+                hit = self.chars.get(node, 0) * 2 < self.total  # a wrapper holding most text is the body
+            else:
+                hit = True
+            self.cache[node] = hit
+        return hit
+
+
+def _select(blocks: list[_Block], root) -> list[_Block]:
+    """The blocks under root that are not inside boilerplate (nor inside another selected block)."""
+    inside = [b for b in blocks if b.el is root or root in b.chain]
+    boiler = _Boiler(inside, root)
+    taken: set = set()
+    out = []
+    for b in inside:
+        ok = True
+        for node in b.chain:
+            if node is root:
+                break
+            if node in taken or boiler.excluded(node):
+                ok = False
+                break
+        if not ok or boiler_kind(b.el, own_block=True) is not None:
+            continue
+        if b.el.tag in ("li", "div", "section") and b.link_share() > 0.6:
+            continue  # link lists and teaser cards
+        out.append(b)
+        taken.add(b.el)
+    return out
+
+
+def _densest(blocks: list[_Block]):
+    """Readability-style root: each substantial block scores its parent fully, its grandparent half."""
+    boiler = _Boiler(blocks, None)
+    score: dict = {}
+    for b in blocks:
+        n = b.prose()
+        if not n or any(boiler.excluded(node) for node in b.chain[:-1]):
+            continue
+        parent = b.chain[0]
+        score[parent] = score.get(parent, 0.0) + n
+        if len(b.chain) > 1:
+            score[b.chain[1]] = score.get(b.chain[1], 0.0) + n / 2
+    if not score:
+        return None
+    return max(score.items(), key=lambda kv: kv[1])[0]
+
+
+def own_body(tree) -> tuple[str, bool]:
+    """Our extractor's body and whether it is trustworthy (False: hand the page to trafilatura)."""
+    body = tree.find("body")
+    scope = body if body is not None else tree
+    blocks = _candidates(scope)
+    if not blocks:
+        return "", False
+
+    def text_of(root) -> tuple[str, int]:
+        chosen = _select(blocks, root)
+        return "\n\n".join(b.text for b in chosen), sum(len(b.text) for b in chosen)
+
+    def best_of(roots) -> tuple[str, int]:
+        best = ("", 0)
+        for r in roots:
+            cand = text_of(r)
+            if cand[1] > best[1]:
+                best = cand
+        return best
+
+    # itemprop=articleBody is explicit; <article> is also used for teaser cards, so an <article>
+    # that holds much less text than the densest cluster elsewhere loses to that cluster.
+    text, n = best_of(scope.xpath(".//*[@itemprop='articleBody' or @itemprop='articlebody']"))
+    if n == 0:
+        text, n = best_of(scope.iter("article"))
+        dense_root = _densest(blocks)
+        if dense_root is not None:
+            dense = text_of(dense_root)
+            if dense[1] > 2 * n:
+                text, n = dense
+    trusted = n >= MIN_TRUSTED_CHARS
+    return text, trusted
+
+
+def trafilatura_body(html: str, url: str) -> str:
+    """trafilatura's full main-content extraction, without its metadata/date search.
+
+    It parses the page itself: it needs lxml.html elements (on plain etree ones it finds nothing)
+    and mutates the tree it gets."""
+    import trafilatura
+
+    try:
+        doc = trafilatura.bare_extraction(
+            html,
+            url=url,
+            with_metadata=False,
+            include_comments=False,
+            include_images=False,
+            include_links=False,
+        )
+    except Exception:
+        return ""
+    if doc is None:
+        return ""
+    text = doc.get("text") if isinstance(doc, dict) else getattr(doc, "text", None)
+    # trafilatura separates paragraphs by one newline; ours are blank-line separated.
+    return "\n\n".join(line for line in (text or "").split("\n") if line.strip())
+
+
+def article_body(tree, html: str, url: str, use_fallback: bool = True) -> str:
+    """The page's article body (tree: our parse of html): ours when trustworthy, else trafilatura's
+    when it finds more."""
+    text, trusted = own_body(tree)
+    if trusted or not use_fallback:
+        return text
+    alt = trafilatura_body(html, url)
+    return alt if len(alt) > len(text) else text
