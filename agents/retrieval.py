@@ -3,8 +3,10 @@
 Per forecast date (within `max_calls_per_date` calls, and never past the date's budget):
 search the question; then either search each offered option with the question (named options), or
 the question's named entities (Yes/No questions); open the most relevant unread articles, newest
-first; write one notebook entry (date_observed = the newest opened article's day); forecast.
-Everything read earlier in the episode is kept and reread at every date.
+first; write one notebook entry (the titles read, date_observed = the newest opened article's
+day); forecast. One session per date (docs/design.md §5): what was searched and read on an earlier
+date is forgotten; with memory on, the active notebook entries in the observation (the titles read
+on earlier dates, dated by their `date_observed`) count as evidence too.
 
 Reading (`score_options`), the way a hurried news reader would:
 * Relevance. The question's named entities (capitalized spans such as "Tern-6", "Veritas Energy",
@@ -37,6 +39,7 @@ from forecast_env.agents.lexicon import NEGATORS, cue_lexicon
 
 from forecast_env.config import load_config
 from forecast_env.retrieval.tokenize import tokenize
+from forecast_env.timeparse import MONTH_NAMES, WEEKDAY_NAMES, parse_day
 
 _SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _QUOTE_START = ("\"", "\u201c", "'", "\u2018")
@@ -51,15 +54,6 @@ _WORD_RE = re.compile(r"[\w'’-]+")
 
 def _is_yes_no(options: list[str]) -> bool:
     return len(options) == 2 and {o.strip().lower() for o in options} == {"yes", "no"}
-
-
-def _as_date(value: Any) -> date | None:
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value)[:10])
-    except (TypeError, ValueError):
-        return None
 
 
 def _negated(sentence: str, start: int) -> bool:
@@ -90,13 +84,10 @@ def _option_pattern(option: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(option.strip()) + r"(?!\w)", re.IGNORECASE)
 
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-           "october", "november", "december")
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _CAP_RE = re.compile(r"[A-Z][\w'’-]*|\d[\w-]*")
 _CONNECT = {"of", "the", "over", "from", "and", "in", "on", "for", "to", "at", "de", "la"}
 _NOT_ENTITY = {"will", "who", "which", "what", "when", "where", "how", "is", "are", "does", "do", "the", "a",
-               "an", "by", "yes", "no", "next", "winner", "champion", "best", "picture"} | set(_MONTHS) | set(_WEEKDAYS)
+               "an", "by", "yes", "no", "next", "winner", "champion", "best", "picture"} | set(MONTH_NAMES) | set(WEEKDAY_NAMES)
 
 
 def question_entities(question: str) -> list[str]:
@@ -108,7 +99,7 @@ def question_entities(question: str) -> list[str]:
     pending: list[str] = []
     for i, w in enumerate(words):
         cap = bool(_CAP_RE.fullmatch(w)) and w.lower() not in _NOT_ENTITY
-        if cap and w.isdigit() and (len(w) == 4 or (i > 0 and words[i - 1].lower() in _MONTHS)):
+        if cap and w.isdigit() and (len(w) == 4 or (i > 0 and words[i - 1].lower() in MONTH_NAMES)):
             cap = False  # a year or a day of a month
         if cap:
             if cur and pending:
@@ -162,7 +153,7 @@ def score_options(
     uniform = 1.0 / k
 
     def weight(doc: Mapping[str, Any]) -> float:
-        day = _as_date(doc.get("day"))
+        day = parse_day(doc.get("day"))
         if as_of is None or day is None:
             return 1.0
         age = max((as_of - day).days, 0)
@@ -232,6 +223,25 @@ def score_options(
     return {o: (1 - shrink) * e / z + shrink * uniform for o, e in zip(options, exps)}
 
 
+READ_MARK = "Read: "
+LEAN_MARK = ". Evidence so far leans toward "
+
+
+def notebook_docs(notebook: list[Any]) -> dict[str, dict[str, Any]]:
+    """The active entries this agent wrote on earlier dates, as title-only evidence documents
+    dated by `date_observed` (the lean it recorded is not reread: only what it read)."""
+    docs: dict[str, dict[str, Any]] = {}
+    for entry in notebook:
+        if not isinstance(entry, Mapping) or entry.get("status", "active") != "active":
+            continue
+        claim = str(entry.get("claim") or "")
+        if not claim.startswith(READ_MARK):
+            continue
+        titles = claim[len(READ_MARK):].split(LEAN_MARK, 1)[0]
+        docs[f"notebook:{entry.get('entry_id')}"] = {"day": entry.get("date_observed"), "title": titles}
+    return docs
+
+
 class RetrievalAgent:
     """Searches, reads and counts cue words; see the module docstring."""
 
@@ -245,6 +255,7 @@ class RetrievalAgent:
         self.reset()
 
     def reset(self, *, seed: int | None = None) -> None:
+        self.notes: dict[str, dict[str, Any]] = {}
         self.docs: dict[str, dict[str, Any]] = {}
         self.opened: set[str] = set()
         self._plan: Generator[dict, dict, None] | None = None
@@ -255,12 +266,16 @@ class RetrievalAgent:
 
     def act(self, observation: str, info: dict) -> dict:
         obs = parse_observation(observation, info)
-        if self._plan is not None and obs.get("step") == self._plan_step:
+        day = (obs.get("step"), obs.get("forecast_date"))
+        if self._plan is not None and day == self._plan_step:
             try:
                 return self._plan.send(obs)
             except StopIteration:
                 pass
-        self._plan_step = obs.get("step")
+        self._plan_step = day
+        # a fresh session: only the notebook carries over from earlier dates
+        self.docs, self.opened = {}, set()
+        self.notes = notebook_docs(obs.get("notebook") or [])
         self._plan = self._date_plan(obs)
         return next(self._plan)
 
@@ -287,7 +302,7 @@ class RetrievalAgent:
     def _date_plan(self, obs: dict) -> Generator[dict, dict, None]:
         options = [str(o) for o in obs.get("options") or []]
         question = str(obs.get("question") or "")
-        as_of = _as_date(obs.get("forecast_date"))
+        as_of = parse_day(obs.get("forecast_date"))
         budget = obs.get("budget_left")
         limit = int(self.cfg["max_calls_per_date"])
         if isinstance(budget, int):
@@ -328,8 +343,8 @@ class RetrievalAgent:
             named = any(_contains(text, n) for n in option_names)
             return float(named) + 0.5 * relevance(text, entities) if entities else float(named)
 
-        candidates = [d for d in self.docs if d not in self.opened and _as_date(self.docs[d].get("day")) is not None]
-        candidates.sort(key=lambda d: (rel(d) > 0, rel(d), _as_date(self.docs[d]["day"]),
+        candidates = [d for d in self.docs if d not in self.opened and parse_day(self.docs[d].get("day")) is not None]
+        candidates.sort(key=lambda d: (rel(d) > 0, rel(d), parse_day(self.docs[d]["day"]),
                                        -self.docs[d].get("best_rank", 10**9)), reverse=True)
         new_reads: list[str] = []
         for doc_id in candidates:
@@ -341,15 +356,15 @@ class RetrievalAgent:
             if doc_id in self.opened:
                 new_reads.append(doc_id)
 
-        probs = score_options(self.docs, question, options, as_of, shrink=float(self.cfg["shrink"]),
+        probs = score_options({**self.notes, **self.docs}, question, options, as_of, shrink=float(self.cfg["shrink"]),
                               temperature=float(self.cfg["temperature"]),
                               half_life_days=float(self.cfg["half_life_days"]))
         if new_reads and left() >= 2:
-            days = [_as_date(self.docs[d].get("day")) for d in new_reads]
+            days = [parse_day(self.docs[d].get("day")) for d in new_reads]
             newest = max(d for d in days if d is not None)
             titles = "; ".join(str(self.docs[d].get("title") or d) for d in new_reads)
             lean = max(probs, key=probs.get) if probs else ""
-            claim = f"Read: {titles}. Evidence so far leans toward {lean!r} ({probs.get(lean, 0):.2f})."
+            claim = f"{READ_MARK}{titles}{LEAN_MARK}{lean!r} ({probs.get(lean, 0):.2f})."
             calls += 1
             obs = yield {"tool": "notebook_add",
                          "args": {"claim": claim[:1000], "date_observed": newest.isoformat(), "doc_ids": new_reads}}
