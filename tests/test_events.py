@@ -216,37 +216,56 @@ def test_description_as_of_cuts_only_later_paragraphs():
 
 @pytest.mark.slow
 def test_micro_world_against_truth(micro_events, micro_truth):
+    """Every planted case lands where truth.json says: market-side exclusions, and for the events
+    that pass them the schedule (t_all from renamed legs' first trades, the scheduled end, d_known,
+    the cut, steps_total and the offered prefix), the Other option and undated clarifications."""
     t = load_events(micro_events)
     kept = {r["event_id"]: r for r in t.events.iter_rows(named=True)}
-    excl = {r["event_id"]: r for r in t.excluded.filter(pl.col("reason") != "date_leg_not_started").iter_rows(named=True)}
+    excl = {r["event_id"]: r for r in t.excluded.iter_rows(named=True)}
+    cuts = json.loads((micro_events / "events" / "report.json").read_text())["cuts"]
     screened_out = []
+    planted = {"end": 0, "known": 0, "other": 0, "undated": 0, "renamed": 0}
     for eid, want in micro_truth["events"].items():
         if want["expect"] == "exclude":
             assert eid in excl, eid
             assert (excl[eid]["stage"], excl[eid]["reason"]) == (want["stage"], want["reason"]), eid
+            continue
+        sched_want = want["schedule"]
+        rec = cuts[eid]  # every event that reached the schedule, kept or screened out later
+        for key in ("t_all", "end_day", "close_day", "d_known", "cut", "steps_total", "steps_offered"):
+            assert rec[key] == sched_want[key], (eid, key, rec[key], sched_want)
+        planted["end"] += sched_want["end_day"] > sched_want["close_day"]
+        planted["known"] += rec["cut_by"] == "d_known"
+        planted["renamed"] += bool(want["late_legs"])
+        if sched_want["expect"] != "offered":
+            assert (excl[eid]["stage"], excl[eid]["reason"]) == ("schedule", sched_want["expect"]), eid
             continue
         if eid in excl:
             assert excl[eid]["stage"] == "screen", (eid, excl[eid])
             screened_out.append(eid)
             continue
         ev = kept[eid]
-        assert ev["label"] == want["label"] and ev["options"] == want["options"], eid
+        options = list(want["options"])
+        if want.get("other_option"):
+            options[options.index(want["other_option"][1])] = "Other"
+            planted["other"] += 1
+        assert ev["label"] == want["label"] and sorted(ev["options"]) == sorted(options), eid
         assert ev["type"] == want["type"] and ev["split"] == want["split"], eid
+        assert ev["cut"].isoformat() == sched_want["cut"] and ev["steps_offered"] == sched_want["steps_offered"], eid
+        s = t.schedule.filter(pl.col("event_id") == eid).sort("step")
+        assert s.height == ev["steps_offered"] and set(s["steps_total"]) == {ev["steps_total"]}
+        assert s["step"].to_list() == list(range(1, s.height + 1))
+        for row in s.iter_rows(named=True):  # every option on every date, never before t_all or on/after the cut
+            assert row["options"] == ev["options"]
+            assert ev["t_all"] <= row["forecast_date"] <= row["bin_last"] < ev["cut"]
+        if want.get("undated_clarification"):
+            planted["undated"] += 1
+            assert want["undated_clarification"] in ev["description"]
+            assert want["undated_clarification"] not in description_as_of(ev["description"], ev["close_day"])
     goods = [e for e, w in micro_truth["events"].items() if w["expect"] == "keep"]
     # the offline screen must keep most of the good events of the sample world
     assert len(screened_out) <= len(goods) // 3, screened_out
-    sched = t.schedule
-    for eid, ev in kept.items():
-        s = sched.filter(pl.col("event_id") == eid)
-        assert s.height == s["steps_total"][0] and s["step"].to_list() == list(range(1, s.height + 1))
-        starts = dict(t.legs.filter(pl.col("event_id") == eid).select("option", "start_day").iter_rows())
-        for row in s.iter_rows(named=True):  # legs added later are not offered before they start
-            assert row["options"] == [o for o in ev["options"] if starts[o] <= row["forecast_date"]]
-            assert ev["start_day"] <= row["forecast_date"] <= ev["close_day"] - timedelta(days=2)
-            assert starts[ev["label"]] <= row["forecast_date"]
-        late = micro_truth["events"][eid].get("late_legs") or []
-        if late:
-            assert any(starts[o] > ev["start_day"] for o in late), eid
+    assert all(planted.values()), planted
 
 
 def test_entries_that_are_not_events_are_counted_and_excluded(tmp_path):

@@ -39,6 +39,7 @@ def event_truth(ev: Event) -> dict:
         "n_days": len(ev.days),
         "plant": ev.plant,
         "clarification": ev.clarification.strip() or None,
+        **ev.extra.get("truth", {}),  # event-side plants and the schedule they imply (synth/polymarket.py)
     }
 
 
