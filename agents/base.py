@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from forecast_env.errors import EndpointError, ForecastEnvError
 
-#: The keys of an observation (SPEC section 5).
+#: The keys of an observation (docs/design.md §5).
 OBS_KEYS = ("question", "description", "options", "forecast_date", "step", "steps_total", "tool_result",
             "error", "notebook", "budget_left")
 
@@ -84,11 +84,13 @@ def uniform_probabilities(options: list[str]) -> dict[str, float]:
 KNOWN_AGENTS = ("uniform", "base_rate", "retrieval", "llm")
 
 
-def make_agent(name: str, workspace: str | Path | None = None, config: dict | None = None, **kwargs: Any):
+def make_agent(name: str, workspace: str | Path | None = None, config: dict | None = None, *,
+               split: str | None = None, **kwargs: Any):
     """Build an agent by name: uniform, base_rate (needs `workspace`), retrieval, llm.
 
     `config` is the benchmark config (or just its `llm` / `retrieval` section); `kwargs` override
-    single keys of the agent's section (e.g. `model=...`, `base_url=...`).
+    single keys of the agent's section (e.g. `model=...`, `base_url=...`). `split` is the split the
+    agent will be evaluated on (None: eval); base_rate fits on the other one and refuses `all`.
     """
     if name == "uniform":
         from forecast_env.agents.uniform import UniformAgent
@@ -100,7 +102,7 @@ def make_agent(name: str, workspace: str | Path | None = None, config: dict | No
         if workspace is None:
             raise ForecastEnvError("agent 'base_rate' needs a workspace (its train events give the rates); "
                                    "pass workspace=WS")
-        return BaseRateAgent.from_workspace(workspace)
+        return BaseRateAgent.from_workspace(workspace, split)
     if name == "retrieval":
         from forecast_env.agents.retrieval import RetrievalAgent
 

@@ -1,10 +1,13 @@
-"""The base-rate agent: label frequencies of the TRAIN split, by option count.
+"""The base-rate agent: label frequencies of another split than the one evaluated, by option count.
 
 For binary events whose options are Yes/No the rate is the share of "Yes" labels (by name, so the
 option order does not matter); otherwise P(label at position i | K options), counted over train
 events with K options. Counts are Laplace-smoothed ((c_i + 1) / (n + K)), so a K never seen in
-training gives the uniform forecast. Only rows with split == "train" are ever read: eval labels
-cannot influence a forecast.
+training gives the uniform forecast.
+
+The rates are never fitted on the labels they are evaluated on (docs/design.md §5): evaluated on
+`eval` they come from `train`, evaluated on `train` they come from `eval`, and a run over `all`
+is refused (there is no other split to fit on). Only the fitting split's rows are ever read.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
 
-from forecast_env.errors import WorkspaceError
+from forecast_env.errors import ForecastEnvError, WorkspaceError
 from forecast_env.store import Workspace
 
 YES_NO = frozenset({"yes", "no"})
@@ -71,12 +74,25 @@ def fit_base_rates(train_events: Iterable[Mapping[str, Any]]) -> BaseRates:
     return rates
 
 
-def read_train_events(workspace: str | Path) -> list[dict[str, Any]]:
-    """The train rows (options, label) of `WS/events/events.parquet`; other splits are never read."""
+FIT_SPLIT = {"eval": "train", "train": "eval"}
+
+
+def fit_split(evaluated: str | None) -> str:
+    """The split whose labels give the rates for a run over `evaluated` (None: eval)."""
+    evaluated = evaluated or "eval"
+    if evaluated not in FIT_SPLIT:
+        raise ForecastEnvError(f"agent 'base_rate' cannot be evaluated on split {evaluated!r}: its rates would be "
+                               "fitted on the labels it is scored on; run it on 'eval' (fitted on train) or "
+                               "'train' (fitted on eval)")
+    return FIT_SPLIT[evaluated]
+
+
+def read_split_events(workspace: str | Path, split: str = "train") -> list[dict[str, Any]]:
+    """The rows (options, label) of one split of `WS/events/events.parquet`; other rows are never read."""
     path = Workspace.at(workspace).events_table("events")
     if not path.exists():
         raise WorkspaceError(f"{workspace}: no events table at {path}; build it with `forecast-env events build`")
-    table = pq.read_table(path, columns=["split", "options", "label"], filters=[("split", "=", "train")])
+    table = pq.read_table(path, columns=["split", "options", "label"], filters=[("split", "=", split)])
     return table.select(["options", "label"]).to_pylist()
 
 
@@ -85,12 +101,15 @@ class BaseRateAgent:
 
     name = "base_rate"
 
-    def __init__(self, rates: BaseRates) -> None:
+    def __init__(self, rates: BaseRates, fitted_on: str = "train") -> None:
         self.rates = rates
+        self.fitted_on = fitted_on
 
     @classmethod
-    def from_workspace(cls, workspace: str | Path) -> BaseRateAgent:
-        return cls(fit_base_rates(read_train_events(workspace)))
+    def from_workspace(cls, workspace: str | Path, split: str | None = None) -> BaseRateAgent:
+        """Rates fitted for a run over `split` (None: eval), on the other split's labels."""
+        fitted_on = fit_split(split)
+        return cls(fit_base_rates(read_split_events(workspace, fitted_on)), fitted_on)
 
     def reset(self, *, seed: int | None = None) -> None:
         return None

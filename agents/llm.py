@@ -1,7 +1,11 @@
 """The LLM agent: any OpenAI-compatible chat-completions endpoint with tool calling (httpx).
 
-The transcript (`self.messages`, kept whole for trajectory export) starts with the system prompt
-(`prompts/system.md`) and the first observation as a user message. The environment's tool specs go
+One session per forecast date (docs/design.md §5): each date (each world day) starts a fresh chat
+from the system prompt (`prompts/system.md`) and that date's observation as a user message; nothing
+of an earlier date's chat is sent again, so what the model carries over is the notebook in the
+observation (memory on) and nothing else. `self.sessions` keeps every session's transcript and
+`self.messages` all of them in order (for trajectory export; each session opens with its system
+message). The environment's tool specs go
 out as `tools`; the model's tool calls become env actions, one per env step (several calls in one
 response are queued), and each result returns as a role "tool" message with its `tool_call_id`.
 A model that answers in text is read by `parse.parse_forecast`; an unreadable answer gets one
@@ -79,14 +83,20 @@ class LLMAgent:
 
     def reset(self, *, seed: int | None = None) -> None:
         self.seed = seed
-        self.messages: list[dict[str, Any]] = []
+        self.sessions: list[list[dict[str, Any]]] = []
+        self._session: list[dict[str, Any]] = []
         self._queue: deque[tuple[str | None, dict]] = deque()
         self._awaiting: str | None = None
-        self._step: Any = None
+        self._date: Any = None
         self._options: list[str] = []
         self._corrected = False
         self._interrupted = False
         self._telemetry = _zero_telemetry()
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """Every session's messages, in order (each session starts with the system message)."""
+        return [m for session in self.sessions for m in session]
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -127,44 +137,56 @@ class LLMAgent:
         while self._queue:
             call_id, _ = self._queue.popleft()
             if call_id is not None:
-                self.messages.append({"role": "tool", "tool_call_id": call_id, "content": f"not executed: {why}"})
+                self._session.append({"role": "tool", "tool_call_id": call_id, "content": f"not executed: {why}"})
 
     def _ingest(self, observation: str, info: dict) -> None:
         obs = parse_observation(observation, info)
         if isinstance(info, Mapping) and info.get("tool_specs"):
             self.tool_specs = list(info["tool_specs"])
         self._options = [str(o) for o in obs.get("options") or []]
-        step = obs.get("step")
-        new_date = step != self._step
-        self._step = step
+        # a forecast date of an episode, or a day of the world
+        day = (obs.get("step"), obs.get("forecast_date") or obs.get("date"))
         text = self._render(observation)
-        if not self.messages:
-            self.messages.append({"role": "system", "content": self.system})
-            self.messages.append({"role": "user", "content": f"A new forecasting episode starts.\n{text}"})
-            self._corrected = False
-            return
-        if self._interrupted:
-            if self._awaiting is not None:
-                self._queue.appendleft((self._awaiting, {}))
-                self._awaiting = None
-            self._drop_queue("the model endpoint failed and this forecast date was skipped")
-            self.messages.append({"role": "user", "content": "The last forecast date was skipped after an "
-                                  f"endpoint failure. Current observation:\n{text}"})
-            self._interrupted = False
-            self._corrected = False
-            return
-        if self._awaiting is not None:
-            self.messages.append({"role": "tool", "tool_call_id": self._awaiting, "content": text})
-            self._awaiting = None
+        if day != self._date or not self._session:
+            self._close_session(text)
+            self._date = day
+            self._session = [{"role": "system", "content": self.system},
+                             {"role": "user", "content": f"{self._opening(obs)}\n{text}"}]
+            self.sessions.append(self._session)
         else:
-            self.messages.append({"role": "user", "content": text})
-        if new_date:
-            self._corrected = False
-            self._drop_queue("the forecast ended that date")
+            if self._awaiting is not None:
+                self._session.append({"role": "tool", "tool_call_id": self._awaiting, "content": text})
+                self._awaiting = None
+            else:
+                self._session.append({"role": "user", "content": text})
         budget = obs.get("budget_left")
         if isinstance(budget, int) and budget <= 1 and not (self._queue and self._queue[0][1].get("tool") == "forecast"):
             self._drop_queue("the call budget of this date is used up")
-            self.messages[-1]["content"] += "\n[One tool call left for this date: call forecast now.]"
+            self._session[-1]["content"] += "\n[One tool call left for this date: call forecast now.]"
+
+    @staticmethod
+    def _opening(obs: Mapping[str, Any]) -> str:
+        if "questions" in obs:
+            return "A new day of the forecasting world starts."
+        return "A new forecast date starts." if obs.get("step") not in (None, 1) else "A new forecasting episode starts."
+
+    def _close_session(self, text: str) -> None:
+        """End the current date's chat: answer its open tool calls so its transcript stays whole."""
+        self._corrected = False
+        if not self._session:
+            self._queue.clear()
+            self._awaiting = None
+            return
+        if self._interrupted:
+            why = "the model endpoint failed and this forecast date was skipped"
+        else:
+            why = "the forecast ended that date"
+        if self._awaiting is not None:
+            content = text if not self._interrupted else f"not executed: {why}"
+            self._session.append({"role": "tool", "tool_call_id": self._awaiting, "content": content})
+            self._awaiting = None
+        self._drop_queue(why)
+        self._interrupted = False
 
     def _pop(self) -> dict | None:
         if not self._queue:
@@ -177,7 +199,7 @@ class LLMAgent:
         return action
 
     def _payload(self) -> dict[str, Any]:
-        messages = [dict(m) for m in self.messages]
+        messages = [dict(m) for m in self._session]
         budget = int(self.cfg.get("max_transcript_chars", 200_000))
         total = sum(len(str(m.get("content") or "")) for m in messages)
         for m in messages:
@@ -230,17 +252,17 @@ class LLMAgent:
                                            "arguments": raw_args if isinstance(raw_args, str)
                                            else json.dumps(raw_args if raw_args is not None else {})}})
             record["tool_calls"] = fixed
-            self.messages.append(record)
+            self._session.append(record)
             for c in fixed:
                 self._queue.append((c["id"], self._call_to_action(c["function"]["name"], c["function"]["arguments"])))
             return
-        self.messages.append(record)
+        self._session.append(record)
         parsed = parse_forecast(content, self._options)
         if parsed:
             self._queue.append((None, forecast_action(parsed)))
         elif not self._corrected:
             self._corrected = True
-            self.messages.append({"role": "user", "content": CORRECTIVE.format(options=json.dumps(self._options))})
+            self._session.append({"role": "user", "content": CORRECTIVE.format(options=json.dumps(self._options))})
         else:
             self._queue.append((None, forecast_action({})))
 

@@ -1,4 +1,4 @@
-"""The agent's evidence ledger (SPEC section 5): claims with the date they were observed and the
+"""The agent's evidence ledger (docs/design.md §5): claims with the date they were observed and the
 documents that support them; entries can be superseded but never deleted.
 
 Memory on: one ledger persists across the forecast dates of an episode. Memory off: the

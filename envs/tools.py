@@ -1,4 +1,4 @@
-"""The agent's tools (SPEC section 5): JSON-schema specs, action parsing and argument checking, and
+"""The agent's tools (docs/design.md §5): JSON-schema specs, action parsing and argument checking, and
 the two retrieval tools.
 
 An action is `{"tool": name, "args": {...}}`, its JSON string, or an OpenAI-style tool call
@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
+
+from forecast_env.errors import FutureArticleError, UnknownArticleError
 
 TOOL_NAMES = ("search", "open_article", "notebook_add", "notebook_supersede", "forecast")
 SEARCH_MODES = ("hybrid", "dense", "bm25")
@@ -276,31 +278,31 @@ def hit_record(hit: Any) -> dict[str, Any]:
 
 def run_search(searcher: Any, as_of: date, query: str, k: int, mode: str) -> dict[str, Any]:
     """Search as of the forecast date; hits dated after it (never expected) are dropped."""
-    try:
-        hits = searcher.search(query, as_of=as_of, k=k, mode=mode)
-    except TypeError:
-        hits = searcher.search(query, as_of, k, mode)
+    hits = searcher.search(query, as_of=as_of, k=k, mode=mode)
     records = [hit_record(h) for h in hits if h.day <= as_of]
     return {"query": query, "mode": mode, "k": k, "hits": records}
 
 
-def run_open_article(searcher: Any, as_of: date, doc_id: str, article_chars: int,
-                     hide_leak_flagged: bool = True) -> dict[str, Any]:
-    """Read one article as of the forecast date, body capped at `article_chars`."""
-    from forecast_env.errors import FutureArticleError, UnknownArticleError
+def unreadable(doc_id: str, as_of: date) -> ActionError:
+    """The one refusal of `open_article`, whatever the reason (docs/design.md §5): an unknown id, an
+    article published after the date and a hidden article answer alike, so that the answer says
+    nothing about which ids exist."""
+    return ActionError(f"open_article: no article {doc_id[:80]!r} can be read on {as_of.isoformat()}; "
+                       "use a doc_id from this date's search hits")
 
+
+def run_open_article(searcher: Any, as_of: date, doc_id: str, article_chars: int) -> dict[str, Any]:
+    """Read one article as of the forecast date, body capped at `article_chars`.
+
+    The searcher decides what can be read (its hide switch covers leak-flagged and market-quoting
+    articles); every refusal reaches the agent as the same message.
+    """
     try:
         art = searcher.open_article(doc_id, as_of)
-    except FutureArticleError:
-        raise ActionError(f"open_article: {doc_id!r} was published after the forecast date "
-                          f"{as_of.isoformat()}; only earlier articles can be read") from None
-    except UnknownArticleError:
-        raise ActionError(f"open_article: no article with doc_id {doc_id[:80]!r}; use a doc_id "
-                          "from search hits") from None
+    except (FutureArticleError, UnknownArticleError):
+        raise unreadable(doc_id, as_of) from None
     if art.day > as_of:  # the searcher already refuses these; checked again on purpose
-        raise ActionError(f"open_article: {doc_id!r} was published after the forecast date")
-    if hide_leak_flagged and bool(getattr(art, "leak_flag", False)):
-        raise ActionError(f"open_article: {doc_id!r} is hidden (flagged for content leakage)")
+        raise unreadable(doc_id, as_of)
     body = art.body or ""
     return {
         "doc_id": art.doc_id,

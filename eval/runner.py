@@ -132,14 +132,11 @@ def _init_worker(ctx: dict[str, Any]) -> None:
 
 
 def _agent(ctx: dict[str, Any], label: str) -> Any:
-    agents = _WORKER["agents"]
-    name, kwargs = ctx["specs"][label]
-    key = json.dumps([label, name, kwargs, ctx["bench_config"]], sort_keys=True, default=str)
-    if key not in agents:
-        from forecast_env.agents.base import make_agent
+    """A fresh agent for one episode (docs/design.md §5: nothing an agent holds crosses episodes)."""
+    from forecast_env.agents.base import make_agent
 
-        agents[key] = make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], **kwargs)
-    return agents[key]
+    name, kwargs = ctx["specs"][label]
+    return make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], split=ctx["split"], **kwargs)
 
 
 def _write_part(ctx: dict[str, Any], task: Task, log_: dict[str, Any], messages: Any, seed: int,
@@ -212,7 +209,8 @@ async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, b
         started = time.perf_counter()
         try:
             name, kwargs = ctx["specs"][task.label]
-            agent = make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], **kwargs)
+            agent = make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], split=ctx["split"],
+                               **kwargs)
             env.unwrapped.rollout = task.rollout
             await arun_episode(env, agent, seed=seed, event_id=task.event_id)
             res = _write_part(ctx, task, env.unwrapped.episode_log(), getattr(agent, "messages", None), seed,
@@ -267,6 +265,9 @@ def run_record(ws: Workspace, run_id: str, split: str, event_ids: list[str], spe
         "events_config_hash": _manifest_field(ws.events_dir / "manifest.json", "config_hash"),
         "config": {"benchmark": dict(bench_cfg), "env": dict(env_cfg)},
         "config_hash": config_hash({"benchmark": dict(bench_cfg), "env": dict(env_cfg)}),
+        # every agent of this runner starts each forecast date afresh (docs/design.md §5); runs whose
+        # player keeps its own memory (a harness over MCP, a whole-episode rollout) say otherwise
+        "session": "per_date",
         "versions": package_versions(),
         "python": sys.version.split()[0],
     }
@@ -330,6 +331,10 @@ def run_benchmark(
     for s in specs:
         if s.name not in KNOWN_AGENTS:
             raise RunError(f"unknown agent {s.name!r}; known agents: {', '.join(KNOWN_AGENTS)}")
+    if split == "all" and any(s.name == "base_rate" for s in specs):
+        from forecast_env.agents.base_rate import fit_split
+
+        fit_split(split)  # refuses before any episode runs: no other split to fit the rates on
 
     ws = Workspace.at(workspace)
     ids = _event_set(ws.root, split, event_ids)

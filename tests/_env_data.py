@@ -68,7 +68,8 @@ def write_events(ws: Workspace) -> None:
          [(date(2026, 3, 5), None), (date(2026, 3, 10), None), (date(2026, 3, 15), None)]),
         ("pm-2", "Who will win the Freedonia election?", ["Alice Smith", "Bob Jones", "Carol White"], "multi",
          "Carol White", "eval",
-         [(date(2026, 3, 6), ["Alice Smith", "Carol White"]), (date(2026, 3, 11), None), (date(2026, 3, 16), None)]),
+         # a schedule listing options in another order (or fewer of them) does not change what is offered
+         [(date(2026, 3, 6), ["Carol White", "Alice Smith"]), (date(2026, 3, 11), None), (date(2026, 3, 16), None)]),
         ("pm-3", "Will the harbor close for storms?", ["Yes", "No"], "binary", "No", "train",
          [(date(2026, 3, 7), None), (date(2026, 3, 12), None)]),
         ("pm-4", "Will the chip factory double exports?", ["Yes", "No"], "binary", "No", "eval",
@@ -97,8 +98,9 @@ def write_events(ws: Workspace) -> None:
                     price = round(0.4137 if (k == 0 and day_i % 2) else 0.2 + 0.01 * day_i + 0.1 * k, 4)
                     if typ == "binary" and k == 1:
                         price = round(1 - belief_rows[-1]["price"], 4)
+                close = None if price is None else round(min(0.99, price + 0.1), 4)  # the day's last price
                 belief_rows.append({"event_id": eid, "day": day, "option": opt, "price": price,
-                                    "belief": price, "complete": True, "n_obs": 3})
+                                    "price_close": close, "belief": price, "complete": True, "n_obs": 3})
     atomic_write_table(ws.events_table("events"), pa.Table.from_pylist(ev_rows), schema.EVENTS)
     atomic_write_table(ws.events_table("schedule"), pa.Table.from_pylist(sched_rows), schema.SCHEDULE)
     atomic_write_table(ws.events_table("beliefs"), pa.Table.from_pylist(belief_rows), schema.BELIEFS)

@@ -29,10 +29,10 @@ YN = ["Yes", "No"]
 
 
 def obs(options=None, step=1, tool_result=None, budget_left=20, forecast_date="2026-03-20",
-        question="Will the Clean Water Bill pass in Velonia?") -> str:
+        question="Will the Clean Water Bill pass in Velonia?", notebook=()) -> str:
     return json.dumps({"question": question, "description": "d", "options": options or YN,
                        "forecast_date": forecast_date, "step": step, "steps_total": 2, "tool_result": tool_result,
-                       "error": None, "notebook": [], "budget_left": budget_left})
+                       "error": None, "notebook": list(notebook), "budget_left": budget_left})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,6 +121,23 @@ def test_base_rate_never_reads_eval_labels(tmp_path):
     assert other.probabilities(YN) != BaseRateAgent.from_workspace(ws1).rates.probabilities(YN)
 
 
+def test_base_rate_is_never_fitted_on_the_split_it_is_scored_on(tmp_path):
+    """Scored on train it fits on eval (train labels cannot matter); scored on all it is refused."""
+    ws1, ws2 = tmp_path / "a", tmp_path / "b"
+    evals = [{"options": ["Yes", "No"], "label": "No", "split": "eval"}] * 7
+    flipped = [{**r, "label": "Yes" if r["label"] == "No" else "No"} for r in TRAIN[:8]] + TRAIN[8:]
+    write_events(ws1, TRAIN + evals)
+    write_events(ws2, flipped + evals)
+    on_train = [make_agent("base_rate", workspace=ws, split="train") for ws in (ws1, ws2)]
+    assert {a.fitted_on for a in on_train} == {"eval"}
+    p = [a.act(obs(), {})["args"]["probabilities"] for a in on_train]
+    assert p[0] == p[1] and p[0]["Yes"] == pytest.approx(1 / 9)  # (0 + 1) / (7 + 2), eval labels only
+    on_eval = [make_agent("base_rate", workspace=ws, split="eval") for ws in (ws1, ws2)]
+    assert on_eval[0].rates.probabilities(YN) != on_eval[1].rates.probabilities(YN)  # train labels do count
+    with pytest.raises(ForecastEnvError, match="all"):
+        make_agent("base_rate", workspace=ws1, split="all")
+
+
 # ---------------------------------------------------------------------------------------------
 # retrieval
 # ---------------------------------------------------------------------------------------------
@@ -204,6 +221,49 @@ def test_retrieval_agent_plan_from_hand_written_observations():
     nxt = agent.act(obs(options=opts, question=question, step=2, forecast_date="2026-03-27",
                         tool_result={"recorded": True}), {})
     assert nxt["tool"] == "search"
+
+
+def _play_date(agent, step, day, hits, notebook=()):
+    """Drive the retrieval agent through one date whose searches return `hits`; returns its actions."""
+    kw = {"step": step, "forecast_date": day, "notebook": notebook,
+          "question": "Will the Clean Water Bill pass in Velonia?"}
+    actions = [agent.act(obs(tool_result={"recorded": True} if step > 1 else None, **kw), {})]
+    budget = 20
+    while actions[-1]["tool"] != "forecast":
+        budget -= 1
+        last = actions[-1]
+        if last["tool"] == "search":
+            result = {"hits": hits}
+        elif last["tool"] == "open_article":
+            h = next(h for h in hits if h["doc_id"] == last["args"]["doc_id"])
+            result = {**h, "body": h["summary"]}
+        else:
+            result = {"added": {"entry_id": 1, "claim": last["args"]["claim"]}}
+        actions.append(agent.act(obs(tool_result=result, budget_left=budget, **kw), {}))
+    return actions
+
+
+@pytest.mark.parametrize("memory", [True, False])
+def test_retrieval_agent_starts_every_date_fresh(memory):
+    """Date 2 finds nothing: without memory the forecast is uniform (date 1's reading is gone);
+    with memory the notebook entry the agent wrote on date 1 is the only thing that carries over."""
+    hits = [{"doc_id": f"n{i}", "day": "2026-03-18", "title": f"Clean Water Bill secured enough votes {i}",
+             "url": "u", "summary": "The Clean Water Bill in Velonia is likely to pass; backers secured the votes.",
+             "score": 1.0, "rank": i + 1} for i in range(3)]
+    agent = RetrievalAgent()
+    agent.reset(seed=0)
+    first = _play_date(agent, 1, "2026-03-20", hits)
+    assert first[-1]["args"]["probabilities"]["Yes"] > 0.6
+    note = next(a for a in first if a["tool"] == "notebook_add")["args"]
+    notebook = [{"entry_id": 1, "status": "active", "created_step": 1, **note}] if memory else []
+    second = _play_date(agent, 2, "2026-03-27", [], notebook)
+    p_yes = second[-1]["args"]["probabilities"]["Yes"]
+    if memory:
+        assert 0.5 < p_yes < first[-1]["args"]["probabilities"]["Yes"]  # titles only, a week older
+    else:
+        assert p_yes == pytest.approx(0.5)
+    # nothing read on date 1 is opened again without being found on date 2
+    assert not [a for a in second if a["tool"] == "open_article"]
 
 
 def test_retrieval_agent_respects_small_budget():

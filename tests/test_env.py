@@ -180,7 +180,7 @@ def test_future_doc_id_and_date_arguments_are_refused(ws, searcher):
     assert late
     for doc in late:
         obs, _, _, _, info = env.step({"tool": "open_article", "args": {"doc_id": doc}})
-        assert info["error"] and "after the forecast date" in info["error"]
+        assert info["error"] and "can be read" in info["error"]
         assert FUTURE_WORD not in obs
     for bad in ({"query": "budget", "as_of": "2026-03-30"}, {"query": "budget", "date": "2026-03-30"}):
         obs, _, _, _, info = env.step({"tool": "search", "args": bad})
@@ -191,6 +191,24 @@ def test_future_doc_id_and_date_arguments_are_refused(ws, searcher):
     assert info["error"] and info["step"] == 1
     obs, _, _, _, info = env.step({"tool": "search", "args": {"query": "budget passed 2026-03-28", "k": 50}})
     assert all(h["day"] <= first_date for h in info["tool_result"]["hits"])
+
+
+def test_open_article_refusals_do_not_tell_which_ids_exist(ws, searcher):
+    """An unknown id, a not-yet-visible id and a hidden (leak-flagged) id get the same answer."""
+    env = make(ws, searcher)
+    env.reset(options={"event_id": "pm-1"})  # first date 2026-03-05
+    rows = pa.ipc.open_file(str(ws / "index" / "text" / "2026-03.arrow")).read_all().to_pylist()
+    future = next(r["doc_id"] for r in rows if r["day"] > date(2026, 3, 20))
+    hidden = next(r["doc_id"] for r in rows if r["leak_flag"] and r["day"] <= date(2026, 3, 5))
+    messages = {}
+    for what, doc in (("unknown", "doc9999"), ("future", future), ("hidden", hidden)):
+        obs, _, _, _, info = env.step({"tool": "open_article", "args": {"doc_id": doc}})
+        assert info["error_kind"] == "invalid_action" and info["tool_result"] is None
+        messages[what] = info["error"].replace(repr(doc), "<id>")
+        assert json.loads(obs)["error"] == info["error"]
+    assert len(set(messages.values())) == 1, messages
+    calls = env.unwrapped.episode_log()["tool_calls"]
+    assert len({c["error"].replace(repr(json.loads(c["args_json"])["doc_id"]), "") for c in calls}) == 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,6 +291,9 @@ def test_fuzz_ten_thousand_actions_never_raise(ws, searcher):
         json.loads(obs)
         assert math.isfinite(reward)
         errors += info["error"] is not None
+        # every error is the agent's or a tool's refusal, never a failure inside the environment
+        assert info["error_kind"] != "internal", info["error"]
+        assert (info["error"] is None) == (info["error_kind"] is None)
         if term:
             assert env.unwrapped.episode_log()["forecasts"]
             obs, info = env.reset()
@@ -327,8 +348,8 @@ def test_budget_exhaustion_records_uniform_fallback(ws, searcher):
     assert "budget" in info["message"] and info["step"] == 2 and info["budget_left"] == 3
     row = env.unwrapped.episode_log()["forecasts"][0]
     assert row["fallback"] == "budget_exhausted" and row["n_calls"] == 3 and row["n_search"] == 1
-    assert row["options"] == ["Alice Smith", "Carol White"]
-    assert row["probs"] == [0.5, 0.5] and row["brier"] == pytest.approx(0.5)
+    assert row["options"] == ["Alice Smith", "Bob Jones", "Carol White"]
+    assert row["probs"] == pytest.approx([1 / 3] * 3) and row["brier"] == pytest.approx(2 / 3)
     calls = env.unwrapped.episode_log()["tool_calls"]
     assert [c["tool"] for c in calls] == ["invalid", "invalid", "search"]
     assert calls[0]["error"] and calls[2]["error"] is None and len(calls[2]["result_doc_ids"]) > 0
@@ -363,7 +384,8 @@ def test_episode_and_step_rewards(ws, searcher):
     assert r3 == pytest.approx(-(2 / 3)) and term
     assert [s["brier"] for s in info["scores"]] == pytest.approx([2.0, 0.0, 2 / 3])
     for s in info["scores"]:
-        assert set(s) == {"step", "forecast_date", "brier", "accuracy", "log_vs_market", "fallback"}
+        assert set(s) == {"step", "forecast_date", "brier", "accuracy", "log_vs_market", "log_vs_market_close",
+                          "fallback"}
 
 
 def test_nan_forecast_is_scored_uniform_with_fallback(ws, searcher):
@@ -388,29 +410,40 @@ def test_log_score_uses_label_price_of_the_day(ws, searcher):
     assert row["market_prob"] == price
     assert row["log_vs_market"] == pytest.approx(math.log(0.8) - math.log(price))
     assert row["accuracy"] == 1.0 and row["brier"] == pytest.approx(0.08)
+    # against the day's last price too (written as the day mean + 0.1 by _env_data)
+    assert price == 0.4137 and row["market_prob_close"] == 0.5137
+    assert row["log_vs_market_close"] == pytest.approx(math.log(0.8) - math.log(0.5137))
+    for name in ("market_prob_close", "log_vs_market_close"):
+        assert name in schema.FORECASTS.names
 
 
 def test_show_market_ablation_is_visible_and_recorded(ws, searcher):
     env = make(ws, searcher, show_market=True)
     obs, _info = env.reset(options={"event_id": "pm-2"})
     prev = json.loads(obs)["market_previous_day"]
-    assert set(prev) == {"Alice Smith", "Carol White"}
+    assert set(prev) == {"Alice Smith", "Bob Jones", "Carol White"}
     ep = env.unwrapped._by_id["pm-2"]
     assert prev["Alice Smith"] == ep.beliefs[date(2026, 3, 5)]["Alice Smith"][1]
-    env.step(forecast([0.5, 0.5]))
+    assert prev["Bob Jones"] is None  # unpriced that day: never imputed
+    env.step(forecast([0.5, 0.5, 0.0]))
     assert all(r["show_market"] for r in env.unwrapped.episode_log()["forecasts"])
     env = make(ws, searcher)
     env.reset(options={"event_id": "pm-2"})
-    env.step(forecast([0.5, 0.5]))
+    env.step(forecast([0.5, 0.5, 0.0]))
     assert not any(r["show_market"] for r in env.unwrapped.episode_log()["forecasts"])
 
 
-def test_offered_options_and_description_follow_the_date(ws, searcher):
+def test_options_are_the_events_tables_on_every_date_and_description_follows_the_date(ws, searcher):
     env = make(ws, searcher)
     obs, info = env.reset(options={"event_id": "pm-2"})
-    assert info["options"] == ["Alice Smith", "Carol White"]
-    _, _, _, _, info = env.step(forecast([0.5, 0.5]))
-    assert info["options"] == ["Alice Smith", "Bob Jones", "Carol White"]
+    steps = [info]
+    for _ in range(3):
+        steps.append(env.step(forecast([0.2, 0.3, 0.5]))[4])
+    steps.pop()  # the finished episode's observation
+    # the events table's options in its order, on every date (the schedule lists fewer on date 1)
+    assert [s["options"] for s in steps] == [["Alice Smith", "Bob Jones", "Carol White"]] * 3
+    assert [r["options"] for r in env.unwrapped.episode_log()["forecasts"]] == [["Alice Smith", "Bob Jones",
+                                                                                "Carol White"]] * 3
     obs, info = env.reset(options={"event_id": "pm-1"})
     assert "moved to March 19" not in obs  # appended after every forecast date
 

@@ -247,8 +247,10 @@ def test_permanent_failure_raises_endpoint_error_then_recovers_on_next_date():
         srv.default = tool_call("forecast", {"probabilities": {"Yes": 0.5, "No": 0.5}})
         action = agent.act(obs(step=2, forecast_date="2026-03-17"), {})
         assert action["tool"] == "forecast"
-        last = srv.requests[-1]["messages"][-1]
-        assert last["role"] == "user" and "skipped" in last["content"] and "2026-03-17" in last["content"]
+        # the next date is a fresh session: the failed date's chat is not sent again
+        msgs = srv.requests[-1]["messages"]
+        assert [m["role"] for m in msgs] == ["system", "user"] and "2026-03-17" in msgs[1]["content"]
+        assert len(agent.sessions) == 2
 
 
 def test_client_error_is_not_retried():
@@ -289,8 +291,10 @@ def test_new_date_drops_queued_calls_and_answers_them():
         agent.act(obs(), INFO)
         a2 = agent.act(obs(step=2, forecast_date="2026-03-17", tool_result={"recorded": True}), {})
         assert a2["tool"] == "forecast" and len(srv.requests) == 2
-        tool_msgs = [m for m in srv.requests[1]["messages"] if m["role"] == "tool"]
+        # the first date's session answers both of its calls; the second date starts afresh
+        tool_msgs = [m for m in agent.sessions[0] if m["role"] == "tool"]
         assert len(tool_msgs) == 2 and tool_msgs[1]["content"].startswith("not executed")
+        assert [m["role"] for m in srv.requests[1]["messages"]] == ["system", "user"]
 
 
 def test_last_call_of_budget_nudges_forecast():
@@ -326,6 +330,30 @@ def test_async_permanent_failure():
         with pytest.raises(EndpointError):
             asyncio.run(agent.aact(obs(), INFO))
         assert len(srv.requests) == 2
+
+
+def test_every_forecast_date_is_a_fresh_session():
+    """Nothing of date 1's chat reaches the model on date 2 (memory on or off); only the
+    observation, whose notebook is what carries over."""
+    script = [tool_call("search", {"query": "SECRET-QUERY-OF-DATE-1"}),
+              tool_call("forecast", {"probabilities": {"Yes": 0.9, "No": 0.1}}),
+              tool_call("forecast", {"probabilities": {"Yes": 0.4, "No": 0.6}})]
+    with ChatServer(script) as srv:
+        agent = agent_for(srv)
+        agent.reset(seed=1)
+        agent.act(obs(), INFO)
+        agent.act(obs(tool_result={"hits": [{"doc_id": "HIT-OF-DATE-1", "day": "2026-03-09"}]}, budget_left=19), {})
+        a3 = agent.act(obs(step=2, forecast_date="2026-03-17", tool_result={"recorded": True}), {})
+        assert a3["args"]["probabilities"] == {"Yes": 0.4, "No": 0.6}
+        date2 = srv.requests[2]["messages"]
+        assert [m["role"] for m in date2] == ["system", "user"]
+        assert date2[0]["content"] == system_prompt() and "2026-03-17" in date2[1]["content"]
+        blob = json.dumps(date2)
+        assert "SECRET-QUERY-OF-DATE-1" not in blob and "HIT-OF-DATE-1" not in blob and "0.9" not in blob
+    # the record keeps both sessions, each whole
+    assert [[m["role"] for m in s] for s in agent.sessions] == [
+        ["system", "user", "assistant", "tool", "assistant", "tool"], ["system", "user", "assistant"]]
+    assert agent.messages == agent.sessions[0] + agent.sessions[1]
 
 
 # ---------------------------------------------------------------------------------------------

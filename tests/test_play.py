@@ -57,7 +57,7 @@ def test_play_errors_and_budget(ws, monkeypatch, capsys):
     code, out, err = run_play(monkeypatch, capsys, ["--workspace", str(ws), "--event", "pm-4",
                                                     "--set", "max_calls_per_date=4"], lines)
     assert code == 0, err
-    assert "error: open_article: no article with doc_id 'doc9999'" in out
+    assert "error: open_article: no article 'doc9999' can be read on 2026-03-09" in out
     assert "could not read the probability" in out
     assert "call budget of 4" in out and "Episode finished" in out and "(fallback: budget_exhausted)" in out
 
