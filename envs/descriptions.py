@@ -13,15 +13,13 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])}
-_MONTH_RE = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-             r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+from forecast_env.timeparse import MONTH_PATTERN, month_number
+
 _DATE_PATTERNS = [
     re.compile(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"),
     re.compile(r"(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4}|\d{2})\b"),
-    re.compile(rf"(?P<mon>{_MONTH_RE})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})", re.IGNORECASE),
-    re.compile(rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_RE}),?\s+(?P<y>\d{{4}})", re.IGNORECASE),
+    re.compile(rf"(?P<mon>{MONTH_PATTERN})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})", re.IGNORECASE),
+    re.compile(rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{MONTH_PATTERN}),?\s+(?P<y>\d{{4}})", re.IGNORECASE),
 ]
 #: Markers of text appended after a market opened; cut even when undated.
 _AMENDMENT = r"update[sd]?|clarifications?|clarified|edit(?:ed)?|corrections?|addend(?:um|a)|amendments?|additional context"
@@ -39,9 +37,9 @@ def _match_date(m: re.Match[str]) -> date | None:
         y = int(g["y"])
         if y < 100:
             y += 2000
-        month = _MONTHS[g["mon"].lower().rstrip(".")[:3]] if g.get("mon") else int(g["m"])
-        return date(y, month, int(g["d"]))
-    except (ValueError, KeyError):
+        month = month_number(g["mon"]) if g.get("mon") else int(g["m"])
+        return date(y, month, int(g["d"])) if month else None
+    except ValueError:
         return None
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from forecast_env.envs.candidate import Candidate, Excluded, Leg
-from forecast_env.envs.polymarket.cache import PolymarketCache, parse_json_string_field, parse_timestamp
+from forecast_env.envs.polymarket.cache import PolymarketCache, parse_json_string_field
 
 from forecast_env.errors import EventsError
+from forecast_env.timeparse import parse_api_time
 
 #: Unix seconds outside this range are not price or trade times (year 2000 .. 2100).
 _T_RANGE = (946_684_800, 4_102_444_800)
@@ -91,7 +92,7 @@ def _timestamp(m: Mapping[str, Any], key: str, where: str) -> datetime | None:
     raw = m.get(key)
     if raw is None or raw == "":
         return None
-    ts = parse_timestamp(raw)
+    ts = parse_api_time(raw)
     if ts is None:
         raise Excluded("parse", "bad_timestamp", f"{where}.{key}={str(raw)[:60]!r}")
     return ts

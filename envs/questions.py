@@ -26,13 +26,14 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from forecast_env.envs.candidate import Candidate, Leg
 
 from forecast_env.errors import EventsError
+from forecast_env.timeparse import parse_api_time, parse_day
 
 
 class _LineError(Exception):
@@ -49,11 +50,10 @@ class ParsedQuestions:
 
 def _when(value: Any, key: str) -> datetime:
     if isinstance(value, str) and value.strip():
-        try:
-            d = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise _LineError(f"key {key!r}: {value!r} is not an ISO date (YYYY-MM-DD)") from None
-        return d.astimezone(UTC) if d.tzinfo else d.replace(tzinfo=UTC)
+        d = parse_api_time(value)  # no offset: UTC
+        if d is None:
+            raise _LineError(f"key {key!r}: {value!r} is not an ISO date (YYYY-MM-DD)")
+        return d
     raise _LineError(f"key {key!r}: missing or not a date string")
 
 
@@ -81,10 +81,9 @@ def _daily(raw: Any, options: list[str]) -> list[tuple[int, int, float]]:
         raise _LineError("key 'daily_probabilities': expected an object {date: {option: p}} or a list")
     out = []
     for day_raw, probs in items:
-        try:
-            d = date.fromisoformat(str(day_raw)[:10])
-        except ValueError:
-            raise _LineError(f"key 'daily_probabilities': {day_raw!r} is not a date") from None
+        d = parse_day(str(day_raw))
+        if d is None:
+            raise _LineError(f"key 'daily_probabilities': {day_raw!r} is not a date")
         if not isinstance(probs, Mapping):
             raise _LineError(f"key 'daily_probabilities' {d}: expected {{option: probability}}")
         got = {}

@@ -20,7 +20,6 @@ from forecast_env.envs.polymarket import (
     PolymarketCache,
     PolymarketClient,
     parse_json_string_field,
-    parse_timestamp,
 )
 from forecast_env.envs.polymarket.client import (
     HTTPStatusFailure,
@@ -33,6 +32,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forecast_env.errors import EventsError, FetchError
+from forecast_env.timeparse import parse_api_time
 
 FIXTURES = Path(__file__).parent / "fixtures" / "polymarket"
 DAY = 86400
@@ -190,8 +190,8 @@ def good_markets(fake: FakePolymarket) -> list[dict]:
 
 
 def lifetime(market: dict) -> tuple[int, int]:
-    start = parse_timestamp(market["startDate"])
-    end = parse_timestamp(market["closedTime"]) or parse_timestamp(market["endDate"])
+    start = parse_api_time(market["startDate"])
+    end = parse_api_time(market["closedTime"]) or parse_api_time(market["endDate"])
     assert start is not None and end is not None
     return math.floor(start.timestamp()), math.ceil(end.timestamp()) + PAD
 
@@ -258,8 +258,8 @@ def test_parse_json_string_field(value: Any, expected: Any) -> None:
         ("2021-12-04T25:00:00Z", None),
     ],
 )
-def test_parse_timestamp(raw: Any, expected: datetime | None) -> None:
-    got = parse_timestamp(raw)
+def test_parse_api_time(raw: Any, expected: datetime | None) -> None:
+    got = parse_api_time(raw)
     assert got == expected
     if got is not None:
         assert got.utcoffset() == timedelta(0)

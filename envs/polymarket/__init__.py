@@ -6,7 +6,6 @@ Every later stage reads the cache only, so event construction runs offline.
 from forecast_env.envs.polymarket.cache import (
     PolymarketCache,
     parse_json_string_field,
-    parse_timestamp,
 )
 from forecast_env.envs.polymarket.client import HTTPStatusFailure, PolymarketClient
 
@@ -15,5 +14,4 @@ __all__ = [
     "PolymarketCache",
     "PolymarketClient",
     "parse_json_string_field",
-    "parse_timestamp",
 ]

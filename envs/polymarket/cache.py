@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +34,6 @@ STATE_FILE = "fetch_state.json"
 _PAGE_RE = re.compile(r"^events-(\d+)\.json$")
 # Token ids are long decimal strings and condition ids 0x-hex: anything else could escape the folder.
 _SAFE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
-# Fractions longer than microseconds (e.g. nanoseconds) are cut to 6 digits before parsing.
-_LONG_FRACTION_RE = re.compile(r"(\.\d{6})\d+")
-# Unix times above this are milliseconds (1e11 s is the year 5138; 1e11 ms is 1973).
-_MS_THRESHOLD = 1e11
 
 
 def parse_json_string_field(value: Any) -> list | None:
@@ -64,57 +58,6 @@ def parse_json_string_field(value: Any) -> list | None:
     except (ValueError, RecursionError):
         return None
     return decoded if isinstance(decoded, list) else None
-
-
-def parse_timestamp(raw: Any) -> datetime | None:
-    """Any timestamp Polymarket sends, as an aware UTC datetime; None if it cannot be read.
-
-    Accepts ISO strings (`2021-12-04T19:35:03.796Z`, `2021-12-04T00:00:00Z`,
-    `2025-01-05T18:49:12.543209Z`, `2021-12-05 20:37:01+00`), dates (`2021-12-04`, midnight UTC),
-    unix seconds or milliseconds (numbers or numeric strings), and datetime/date objects (naive
-    ones are taken as UTC).
-    """
-    if raw is None or isinstance(raw, bool):
-        return None
-    if isinstance(raw, datetime):
-        return raw.replace(tzinfo=UTC) if raw.tzinfo is None else raw.astimezone(UTC)
-    if isinstance(raw, date):
-        return datetime(raw.year, raw.month, raw.day, tzinfo=UTC)
-    if isinstance(raw, (int, float)):
-        return _from_unix(float(raw))
-    if isinstance(raw, (bytes, bytearray)):
-        try:
-            raw = raw.decode("ascii")
-        except UnicodeDecodeError:
-            return None
-    if not isinstance(raw, str):
-        return None
-    text = raw.strip()
-    if not text:
-        return None
-    if re.fullmatch(r"[+-]?\d+(\.\d+)?", text):
-        return _from_unix(float(text))
-    text = _LONG_FRACTION_RE.sub(r"\1", text)
-    if text[-1] in "zZ":
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
-
-
-def _from_unix(value: float) -> datetime | None:
-    if not math.isfinite(value):
-        return None
-    if abs(value) >= _MS_THRESHOLD:
-        value /= 1000.0
-    try:
-        return datetime.fromtimestamp(value, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def is_safe_id(value: Any) -> bool:

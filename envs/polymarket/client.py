@@ -30,12 +30,12 @@ from forecast_env.envs.polymarket.cache import (
     PolymarketCache,
     is_safe_id,
     parse_json_string_field,
-    parse_timestamp,
 )
 
 from forecast_env.config import load_config
 from forecast_env.errors import ConfigError, EventsError, FetchError
 from forecast_env.store import atomic_write_bytes, atomic_write_json
+from forecast_env.timeparse import parse_api_time
 
 STATE_VERSION = 1
 #: Seconds between two writes of fetch_state.json during a long run (it is always written at the end).
@@ -180,14 +180,14 @@ def _first_time(
             raw = record.get(key)
             if raw is None or raw == "":
                 continue
-            parsed = parse_timestamp(raw)
+            parsed = parse_api_time(raw)
             return (parsed, None) if parsed is not None else (None, key)
     return None, None
 
 
 def event_close(event: Mapping[str, Any]) -> datetime | None:
     """When an event closed (closedTime, else endDate); None if neither parses."""
-    return parse_timestamp(event.get("closedTime")) or parse_timestamp(event.get("endDate"))
+    return parse_api_time(event.get("closedTime")) or parse_api_time(event.get("endDate"))
 
 
 class PolymarketClient:
