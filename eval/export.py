@@ -1,4 +1,4 @@
-"""Training-data export (SPEC section 7): prompts per (event, forecast date) and recorded trajectories.
+"""Training-data export (docs/design.md §7): prompts per (event, forecast date) and recorded trajectories.
 
 `export(WS, split, out)` writes, for ONE split only (a train export never holds an eval event:
 checked row by row before anything is written):
@@ -11,8 +11,11 @@ checked row by row before anything is written):
         verifiers-style rollout rows: prompt, completion (messages), answer, reward (-mean Brier of
         the scored dates), info (JSON: event_id, agent, rollout, seed, per-date scores, tool calls)
 
-`include_text=False` keeps doc ids and drops article text (titles, summaries, bodies, urls) from
-tool results, for corpora whose text may not be redistributed.
+`include_text=False` keeps doc ids and drops article text, for corpora whose text may not be
+redistributed: titles, summaries, bodies, urls and snippets in tool results, and notebook claims
+wherever they appear (the notebook in observations, `notebook_add` arguments in the recorded
+actions and tool calls), since an agent may copy article text into a claim. Free-text assistant
+messages of an LLM agent are kept: they are the model's own output, but may quote what it read.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from forecast_env.errors import RunError
 from forecast_env.store import Workspace, atomic_write_text
 
 FORMATS = ("hf", "parquet", "jsonl")
-TEXT_KEYS = ("title", "summary", "body", "url", "text", "snippet")
+TEXT_KEYS = ("title", "summary", "body", "url", "text", "snippet", "claim")
 _DOC_ID = re.compile(r'"doc_id"\s*:\s*"([^"]+)"')
 
 USER_TEMPLATE = """Today is {date}. Forecast the following question using only information published on or before {date} \
@@ -49,12 +52,14 @@ Report a probability for every option; the probabilities should sum to 1."""
 
 
 def _system_prompt() -> str:
-    try:
-        from forecast_env.agents.llm import system_prompt
+    """The LLM agent's packaged system prompt: the exported prompts must be the ones agents see."""
+    from forecast_env.agents.llm import system_prompt
 
+    try:
         return system_prompt()
-    except Exception:
-        return "You are a careful forecaster. Search the news available up to the forecast date and report calibrated probabilities."
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunError(f"export: cannot read the LLM agent's system prompt (forecast_env/agents/prompts/system.md: "
+                       f"{exc}); reinstall the package (pip install -e .) so the prompt ships with it") from exc
 
 
 def prompt_messages(question: str, description: str, options: Sequence[str], day: date, start: date,
@@ -131,6 +136,35 @@ def _strip_json_text(text: str) -> str:
     return json.dumps(strip_text(parsed), ensure_ascii=False)
 
 
+def _strip_args(args: Any) -> Any:
+    """Tool-call arguments (a dict or its JSON text) without claims or other article text."""
+    if isinstance(args, str):
+        try:
+            return json.dumps(strip_text(json.loads(args)), ensure_ascii=False)
+        except (json.JSONDecodeError, TypeError, ValueError):
+            return args
+    return strip_text(args)
+
+
+def strip_message(m: dict[str, Any]) -> dict[str, Any]:
+    """One completion message without article text: tool results stripped to doc ids, claims removed
+    from recorded actions (JSON content) and from tool-call arguments."""
+    m = dict(m)
+    content = m.get("content")
+    if m.get("role") == "tool" and isinstance(content, str):
+        m["content"] = _strip_json_text(content)
+    elif m.get("role") == "assistant" and isinstance(content, str) and content.lstrip().startswith("{"):
+        m["content"] = _strip_args(content)
+    elif isinstance(content, (dict, list)):
+        m["content"] = strip_text(content)
+    calls = m.get("tool_calls")
+    if isinstance(calls, list):
+        m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": _strip_args(c["function"].get("arguments"))}}
+                           if isinstance(c, dict) and isinstance(c.get("function"), dict) else strip_text(c)
+                           for c in calls]
+    return m
+
+
 def _completion_from_steps(steps: list[dict]) -> list[dict[str, str]]:
     """Messages rebuilt from an env trajectory: each action as the assistant, each observation as the tool."""
     out = []
@@ -164,11 +198,7 @@ def trajectory_rows(run_dir: Path, split_ids: set[str], prompts: dict[tuple[str,
         else:
             prompt = prompts.get((t["event_id"], 1)) or []
             completion = _completion_from_steps(t.get("steps") or [])
-        completion = [dict(m) for m in completion]
-        if not include_text:
-            for m in completion:
-                if m.get("role") == "tool" and isinstance(m.get("content"), str):
-                    m["content"] = _strip_json_text(m["content"])
+        completion = [dict(m) if include_text else strip_message(m) for m in completion]
         for m in completion:  # one schema for every row: content a string, tool calls as JSON text
             if not isinstance(m.get("content"), str):
                 m["content"] = json.dumps(m.get("content"), default=str) if m.get("content") is not None else ""
@@ -184,6 +214,8 @@ def trajectory_rows(run_dir: Path, split_ids: set[str], prompts: dict[tuple[str,
             sub = tool_calls.filter((pl.col("agent") == t["agent"]) & (pl.col("event_id") == t["event_id"])
                                     & (pl.col("rollout") == t["rollout"]))
             calls = sub.select("step", "call_index", "tool", "args_json", "result_doc_ids", "error").to_dicts()
+            if not include_text:
+                calls = [{**c, "args_json": _strip_args(c["args_json"])} for c in calls]
         rows.append({
             "prompt": [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt],
             "completion": completion,

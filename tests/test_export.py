@@ -13,6 +13,7 @@ from forecast_env.eval.export import export, strip_text
 from forecast_env.eval.runner import run_benchmark
 
 from forecast_env.errors import RunError
+from forecast_env.store import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +72,40 @@ def test_bad_split_and_format(ws, tmp_path):
 def test_strip_text_keeps_ids():
     assert strip_text({"hits": [{"doc_id": "d1", "title": "t", "day": "2026-03-01"}]}) == \
         {"hits": [{"doc_id": "d1", "title": "[removed]", "day": "2026-03-01"}]}
+
+
+def _titles(ws: Path) -> set[str]:
+    return set(pl.read_parquet(Workspace.at(ws).articles_dir / "*.parquet")["title"].to_list())
+
+
+def test_no_text_also_removes_titles_copied_into_notebook_claims(ws, tmp_path):
+    titles = _titles(ws)
+    full = export(ws, "eval", tmp_path / "full", run_id="r", formats=["jsonl"], progress=False)
+    full_text = Path(full["paths"]["trajectories"]["jsonl"]).read_text()
+    # the retrieval agent's claims name the articles it read, in its actions and its tool-call arguments
+    assert '"claim' in full_text and any(t in full_text for t in titles)
+    bare = export(ws, "eval", tmp_path / "bare", run_id="r", formats=["jsonl"], include_text=False,
+                  progress=False)
+    text = Path(bare["paths"]["trajectories"]["jsonl"]).read_text()
+    leaked = sorted(t for t in titles if t in text)
+    assert leaked == [], f"article titles left in a --no-text export: {leaked[:3]}"
+    rows = [json.loads(x) for x in text.splitlines()]
+    calls = [c for r in rows for c in json.loads(r["info"])["tool_calls"] if c["tool"] == "notebook_add"]
+    assert calls and all(json.loads(c["args_json"])["claim"] == "[removed]" for c in calls)
+    assert all(json.loads(c["args_json"])["doc_ids"] for c in calls)  # the ids stay
+
+
+def test_prompts_carry_the_packaged_system_prompt_and_a_failed_load_stops_the_export(ws, tmp_path, monkeypatch):
+    from forecast_env.agents import llm
+
+    s = export(ws, "train", tmp_path / "ok", formats=["jsonl"], progress=False)
+    row = json.loads(Path(s["paths"]["prompts"]["jsonl"]).read_text().splitlines()[0])
+    assert row["prompt"][0]["content"] == llm.system_prompt()
+
+    def unreadable() -> str:
+        raise FileNotFoundError("system.md")
+
+    monkeypatch.setattr(llm, "system_prompt", unreadable)
+    with pytest.raises(RunError, match="system prompt"):
+        export(ws, "train", tmp_path / "broken", formats=["jsonl"], progress=False)
+    assert not (tmp_path / "broken").exists()
