@@ -56,6 +56,17 @@ def test_binary_belief_is_p_and_one_minus_p():
     assert rows["Team X"]["belief"] == pytest.approx(0.63) and rows["Team Y"]["complete"]
 
 
+def test_price_close_is_the_days_last_yes_price():
+    """The day's last observation (not the max, not the file order); binary: 1 - p for the second option."""
+    opts = _opts([("b", 0, "Yes", True), ("b", 1, "No", True), ("m", 0, "A", False), ("m", 1, "B", False)])
+    obs = _obs([("b", 0, ts(D1, 23), 0.9), ("b", 0, ts(D1, 1), 0.2), ("b", 0, ts(D1, 12), 0.4),
+                ("m", 0, ts(D1, 3), 0.7), ("m", 0, ts(D1, 20), 0.1), ("m", 1, ts(D1, 4), 0.5)])
+    rows = {(r["event_id"], r["option"]): r for r in daily_beliefs(obs, opts).beliefs.iter_rows(named=True)}
+    assert rows[("b", "Yes")]["price_close"] == pytest.approx(0.9) and rows[("b", "Yes")]["price"] == pytest.approx(0.5)
+    assert rows[("b", "No")]["price_close"] == pytest.approx(0.1)
+    assert rows[("m", "A")]["price_close"] == pytest.approx(0.1) and rows[("m", "B")]["price_close"] == pytest.approx(0.5)
+
+
 def test_utc_day_boundaries():
     opts = _opts([("b", 0, "Yes", True), ("b", 1, "No", True)])
     midnight = int(datetime(2025, 7, 2, tzinfo=UTC).timestamp())
@@ -93,4 +104,6 @@ def test_build_beliefs_from_a_hand_cache(tmp_path):
     assert ev["options"] == ["Red", "Blue"] and ev["label"] == "Blue"
     day1 = t.beliefs.filter(pl.col("day") == D1).sort("option")
     assert day1["price"].to_list() == pytest.approx([0.7, 0.3])  # Blue, Red: first day p(Red)=0.3
+    # the stored beliefs carry the day's last price too (hand cache: 0.29 at 06:00, 0.31 at 18:00 for Red)
+    assert day1["price_close"].to_list() == pytest.approx([0.69, 0.31])
     assert set(t.trades_daily["option"].to_list()) == {"Blue"}
