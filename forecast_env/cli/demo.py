@@ -21,8 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", default="demo_ws", help="where to put everything (default: demo_ws)")
     p.add_argument("--preset", default="tiny", choices=["micro", "tiny", "small"])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--agents", default="uniform,base_rate,retrieval",
-                   help="comma-separated agents (add 'llm' when an endpoint is configured)")
+    p.add_argument("--agents", default=None,
+                   help="comma-separated agents (default: benchmark.agents: uniform, base_rate and three "
+                        "retrieval reader configurations; add 'llm' when an endpoint is configured)")
     p.add_argument("--workers", type=int, default=None)
     add_common(p)
     p.epilog = ("Each --set goes to the steps that read its section (e.g. --set corpus.embed.batch_size=32, "
@@ -68,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
     _command("4/7 events: construction, market filters, corpus screen, splits, schedules",
              ["events", "build", "--polymarket", str(world / "polymarket"), "--workspace", str(ws), "--no-progress",
               *shared("events")])
-    _command(f"5/7 benchmark run on the eval split: {args.agents}",
-             ["run", "--workspace", str(ws), "--agents", args.agents, "--split", "eval", "--seed", str(args.seed),
+    agents = ["--agents", args.agents] if args.agents else []  # default: the configured benchmark.agents
+    _command(f"5/7 benchmark run on the eval split: {args.agents or 'benchmark.agents'}",
+             ["run", "--workspace", str(ws), *agents, "--split", "eval", "--seed", str(args.seed),
               "--run-id", run_id, *workers, *shared("benchmark", "env")])
     run_dir = ws / "runs" / run_id
     _command("6/7 report (Markdown + self-contained HTML with plots)", ["report", "--run", str(run_dir)])
