@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -46,7 +46,7 @@ from forecast_env.envs.filters import EventSeries, MarketFilters
 from forecast_env.envs.funnel import BuildRun, Report, write_report
 from forecast_env.envs.gamma import construct_event, open_cache
 from forecast_env.envs.schedule import Schedule, build_schedule, forecast_grid, known_day, schedule_cut
-from forecast_env.envs.screen import Judge
+from forecast_env.envs.screen import Decomposer, Judge
 from forecast_env.envs.splits import Splits
 
 from forecast_env.config import load_config
@@ -278,7 +278,7 @@ def _screen_all(run: BuildRun, scheduled: list[tuple[Candidate, Schedule]], sear
     if searcher is None:
         raise IndexMissingError("the screen needs a search index; build it with `forecast-env index build` "
                                 "or turn the screen off with --set screen.enabled=false")
-    decompose: Callable[[Mapping[str, Any]], Any]
+    decompose: Decomposer
     if judge is None or isinstance(judge, str):
         the_judge, decompose = make_judge(run.cfg, judge)
     else:

@@ -21,16 +21,19 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forecast_env.envs.descriptions import find_date
 
 from forecast_env.chat import ChatClient as HttpChatClient
 from forecast_env.errors import EndpointError
+
+if TYPE_CHECKING:
+    from forecast_env.retrieval import Searcher
 
 VERDICTS = ("Sufficient", "Partial", "Insufficient")
 #: The only keys a judge ever receives about an event.
@@ -73,6 +76,10 @@ class Judge(Protocol):
     name: str
 
     def judge(self, event_view: Mapping[str, Any], evidence: list[dict]) -> Verdict: ...
+
+
+#: Turns an event view into predictive and background queries (`decompose_offline`, `LLMDecomposer`).
+Decomposer = Callable[[Mapping[str, Any]], "Decomposition"]
 
 
 def make_event_view(question: str, description: str, options: Sequence[str], tau_star: date) -> dict[str, Any]:
@@ -419,7 +426,8 @@ class ScreenResult:
                 "verdict": self.verdict, "leak": self.leak, "reasons": self.reasons}
 
 
-def collect_evidence(searcher: Any, queries: list[str], start: date, end: date, per_query: int, size: int) -> list[dict]:
+def collect_evidence(searcher: Searcher, queries: list[str], start: date, end: date, per_query: int,
+                     size: int) -> list[dict]:
     """The evidence set of an event, each document opened as of `end` (title, summary, body)."""
     hits = searcher.evidence_set(queries, start, end, per_query=per_query, size=size)
     out = []
@@ -433,9 +441,9 @@ def collect_evidence(searcher: Any, queries: list[str], start: date, end: date, 
 def screen_event(
     event_id: str,
     view: dict[str, Any],
-    searcher: Any,
+    searcher: Searcher | None,
     judge: Judge,
-    decompose: Any,
+    decompose: Decomposer,
     corpus_start: date,
     per_query: int = 10,
     size: int = 15,
@@ -448,7 +456,8 @@ def screen_event(
     except EndpointError as exc:
         return ScreenResult(event_id, judge.name, tau, [], [], "error", False, str(exc), ("judge_error", str(exc)[:200]))
     queries = dec.queries
-    evidence = collect_evidence(searcher, queries, corpus_start, tau, per_query, size) if tau >= corpus_start else []
+    evidence = (collect_evidence(searcher, queries, corpus_start, tau, per_query, size)
+                if searcher is not None and tau >= corpus_start else [])
     doc_ids = [e["doc_id"] for e in evidence]
     try:
         v = judge.judge(view, evidence)
@@ -463,7 +472,7 @@ def screen_event(
     return ScreenResult(event_id, judge.name, tau, queries, doc_ids, v.verdict, v.leak, v.reasons, exclusion)
 
 
-def make_judge(cfg: Mapping[str, Any], kind: str | None = None) -> tuple[Judge, Any]:
+def make_judge(cfg: Mapping[str, Any], kind: str | None = None) -> tuple[Judge, Decomposer]:
     """(judge, decomposer) for `screen.judge` (offline | llm) of an events config."""
     sc = cfg["screen"]
     kind = kind or sc["judge"]
