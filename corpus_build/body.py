@@ -49,7 +49,7 @@ BOILER_PAIRS = (("most", "read"), ("read", "next"), ("more", "stories"), ("also"
 _PARTS = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
 
 _BLOCK_TAGS = frozenset({"p", "h2", "h3", "h4", "h5", "h6", "li", "blockquote", "pre"})
-_TEXT_DIV_TAGS = frozenset({"div", "section"})
+_TEXT_DIV_TAGS = frozenset({"div", "section", "td"})
 #: Elements that make their parent a container rather than a text div.
 _STRUCTURE = frozenset({
     "p", "div", "section", "article", "main", "ul", "ol", "li", "dl", "table", "tr", "td", "th",
@@ -57,9 +57,15 @@ _STRUCTURE = frozenset({
     "figure", "iframe", "video", "audio", "canvas", "svg", "picture", "hr",
 })
 _CANDIDATE_TAGS = tuple(_BLOCK_TAGS | _TEXT_DIV_TAGS)
-_PROSE_TAGS = frozenset({"p", "div", "section", "blockquote", "pre"})
+_PROSE_TAGS = frozenset({"p", "div", "section", "td", "blockquote", "pre"})
+#: Containers whose loose text (inline content between their blocks) is read as paragraphs.
+_LOOSE_TAGS = ("div", "section", "td", "article", "main", "span", "font", "center", "body")
 _MIN_TEXT_DIV_WORDS = 8
 _MIN_DENSITY_CHARS = 25
+#: A sibling of the densest element joins the body when it holds this share of that element's prose.
+SIBLING_SHARE = 0.2
+#: Bodies holding less than this share of the page's prose (outside boilerplate) are doubtful.
+MIN_COVERAGE = 0.0
 #: Bodies shorter than this (characters) are doubtful.
 MIN_TRUSTED_CHARS = 600
 
@@ -131,12 +137,13 @@ def _link_chars(el) -> int:
 
 
 class _Block:
-    __slots__ = ("_prose", "chain", "el", "links", "text")
+    __slots__ = ("_prose", "chain", "el", "links", "loose", "text")
 
-    def __init__(self, el, text: str, chain: list) -> None:
+    def __init__(self, el, text: str, chain: list, links: int = -1) -> None:
         self.el, self.text, self.chain = el, text, chain
-        self.links = -1
+        self.links = links
         self._prose = -1
+        self.loose = links >= 0  # a run of inline content directly inside a container (el)
 
     def link_share(self) -> float:
         if self.links < 0:
@@ -148,9 +155,61 @@ class _Block:
         teaser lists are made of) of >= 25 characters that is not mostly link text; else 0."""
         if self._prose < 0:
             n = len(self.text)
-            self._prose = n if (self.el.tag in _PROSE_TAGS and n >= _MIN_DENSITY_CHARS
+            self._prose = n if ((self.loose or self.el.tag in _PROSE_TAGS) and n >= _MIN_DENSITY_CHARS
                                 and self.link_share() <= 0.5) else 0
         return self._prose
+
+
+def _chain(el, scope) -> list | None:
+    """el's ancestors up to scope (inclusive); None when one of them is a boilerplate tag."""
+    chain = []
+    node = el.getparent()
+    while node is not None and node is not scope:
+        if node.tag in BOILER_TAGS:
+            return None
+        chain.append(node)
+        node = node.getparent()
+    chain.append(scope)
+    return chain
+
+
+def _loose_runs(el, scope, structural: set, out: list[_Block]) -> None:
+    """Text written straight into a container between its blocks ("text<br>more text<div>..."):
+    each run of inline content of >= _MIN_TEXT_DIV_WORDS words becomes a block."""
+    if not (el.text and el.text.strip()) and not any(c.tail and c.tail.strip() for c in el):
+        return
+    chain = None
+    parts: list[str] = [el.text or ""]
+    links = 0
+
+    def flush() -> None:
+        nonlocal chain, parts, links
+        text = " ".join("".join(parts).split())
+        if text.count(" ") + 1 >= _MIN_TEXT_DIV_WORDS:
+            if chain is None:
+                up = [] if el is scope else _chain(el, scope)
+                if up is None:
+                    return
+                chain = [el, *up]
+            out.append(_Block(el, text, chain, links))
+        parts, links = [], 0
+
+    for child in el:
+        tag = child.tag
+        if isinstance(tag, str) and (tag in _STRUCTURE or tag in BOILER_TAGS or child in structural):
+            flush()
+        elif isinstance(tag, str) and tag != "br":
+            t = block_text(child)
+            parts.append(" " + t + " ")
+            if tag == "a":
+                links += len(t)
+            else:
+                links += sum(len(" ".join(text_of(a).split())) for a in child.iter("a"))
+        elif tag == "br" and child.getnext() is not None and child.getnext().tag == "br":
+            flush()
+        if child.tail:
+            parts.append(child.tail)
+    flush()
 
 
 def _candidates(scope) -> list[_Block]:
@@ -162,8 +221,10 @@ def _candidates(scope) -> list[_Block]:
             structural.add(node)
             node = node.getparent()
     out: list[_Block] = []
-    for el in scope.iter(*_CANDIDATE_TAGS):
+    for el in scope.iter(*_CANDIDATE_TAGS, *_LOOSE_TAGS):
         tag = el.tag
+        if el in structural and tag in _LOOSE_TAGS:
+            _loose_runs(el, scope, structural, out)
         if tag in _BLOCK_TAGS:
             if tag in ("li", "blockquote") and el in structural and el.find(".//p") is not None:
                 continue  # its paragraphs are the blocks
@@ -236,64 +297,92 @@ def _select(blocks: list[_Block], root) -> list[_Block]:
             if node in taken or boiler.excluded(node):
                 ok = False
                 break
-        if not ok or boiler_kind(b.el, own_block=True) is not None:
+        if not ok or (not b.loose and boiler_kind(b.el, own_block=True) is not None):
             continue
         if b.el.tag in ("li", "div", "section") and b.link_share() > 0.6:
             continue  # link lists and teaser cards
         out.append(b)
-        taken.add(b.el)
+        if not b.loose:
+            taken.add(b.el)
     return out
 
 
-def _densest(blocks: list[_Block]):
-    """Readability-style root: each substantial block scores its parent fully, its grandparent half."""
+def _densest(blocks: list[_Block]) -> tuple[list, int]:
+    """Readability-style root: each substantial block scores its parent fully, its grandparent half.
+
+    Returns the roots (the densest element and its qualifying siblings; none when no block
+    qualifies) and the page's prose characters outside boilerplate."""
     boiler = _Boiler(blocks, None)
     score: dict = {}
+    total = 0
+    clean: dict = {}  # prose characters under each element, boilerplate left out
     for b in blocks:
         n = b.prose()
         if not n or any(boiler.excluded(node) for node in b.chain[:-1]):
             continue
+        total += n
+        for node in b.chain:
+            clean[node] = clean.get(node, 0) + n
         parent = b.chain[0]
         score[parent] = score.get(parent, 0.0) + n
         if len(b.chain) > 1:
             score[b.chain[1]] = score.get(b.chain[1], 0.0) + n / 2
     if not score:
-        return None
-    return max(score.items(), key=lambda kv: kv[1])[0]
+        return [], 0
+    best = max(score.items(), key=lambda kv: kv[1])[0]
+    # An article split into sections: from a wrapper that is its parent's only child go up, then
+    # take the siblings that hold a fair share of prose themselves (Readability's sibling rule).
+    parent = best.getparent()
+    while parent is not None and parent is not blocks[0].chain[-1] and len(parent) == 1:
+        best, parent = parent, parent.getparent()
+    roots = [best]
+    if parent is not None and best.tag != "article":  # an <article> is complete in itself
+        floor = SIBLING_SHARE * clean.get(best, 0)
+        roots = [sib for sib in parent if sib is best or (
+            clean.get(sib, 0) >= floor and sib.tag != "article" and boiler_kind(sib) is None)]
+    return roots, total
 
 
-def own_body(tree) -> tuple[str, bool]:
-    """Our extractor's body and whether it is trustworthy (False: hand the page to trafilatura)."""
+def measure_body(tree) -> tuple[str, int, float]:
+    """Our extractor's body, its length in characters, and the share of the page's prose (outside
+    boilerplate) that it holds."""
     body = tree.find("body")
     scope = body if body is not None else tree
     blocks = _candidates(scope)
     if not blocks:
-        return "", False
+        return "", 0, 0.0
 
-    def text_of(root) -> tuple[str, int]:
-        chosen = _select(blocks, root)
-        return "\n\n".join(b.text for b in chosen), sum(len(b.text) for b in chosen)
+    def text_of(roots) -> tuple[str, int, int]:
+        chosen = [b for root in roots for b in _select(blocks, root)]
+        return ("\n\n".join(b.text for b in chosen), sum(len(b.text) for b in chosen),
+                sum(b.prose() for b in chosen))
 
-    def best_of(roots) -> tuple[str, int]:
-        best = ("", 0)
+    def best_of(roots) -> tuple[str, int, int]:
+        best = ("", 0, 0)
         for r in roots:
-            cand = text_of(r)
+            cand = text_of([r])
             if cand[1] > best[1]:
                 best = cand
         return best
 
     # itemprop=articleBody is explicit; <article> is also used for teaser cards, so an <article>
     # that holds much less text than the densest cluster elsewhere loses to that cluster.
-    text, n = best_of(scope.xpath(".//*[@itemprop='articleBody' or @itemprop='articlebody']"))
-    if n == 0:
-        text, n = best_of(scope.iter("article"))
-        dense_root = _densest(blocks)
-        if dense_root is not None:
-            dense = text_of(dense_root)
-            if dense[1] > 2 * n:
-                text, n = dense
-    trusted = n >= MIN_TRUSTED_CHARS
-    return text, trusted
+    dense_roots, page_prose = _densest(blocks)
+    found = best_of(scope.xpath(".//*[@itemprop='articleBody' or @itemprop='articlebody']"))
+    if found[1] == 0:
+        found = best_of(scope.iter("article"))
+        if dense_roots:
+            dense = text_of(dense_roots)
+            if dense[1] > 2 * found[1]:
+                found = dense
+    text, n, prose = found
+    return text, n, (min(prose / page_prose, 1.0) if page_prose else 0.0)
+
+
+def own_body(tree) -> tuple[str, bool]:
+    """Our extractor's body and whether it is trustworthy (False: hand the page to trafilatura)."""
+    text, n, coverage = measure_body(tree)
+    return text, n >= MIN_TRUSTED_CHARS and coverage >= MIN_COVERAGE
 
 
 def trafilatura_body(html: str, url: str) -> str:
