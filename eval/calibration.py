@@ -1,4 +1,4 @@
-"""Murphy decomposition and reliability diagrams (SPEC section 7, 10 equal-width bins).
+"""Murphy decomposition and reliability diagrams (docs/design.md §7, 10 equal-width bins).
 
 Pairs (forecast f, outcome o in {0, 1}): binary events give P(first option) against
 1[label == first option]; multi-option events give one pair per (option, forecast), one-vs-rest.
