@@ -192,7 +192,7 @@ _ODDS_FIGURE = re.compile(
     r"|(?<![\w.$£€])[0-9]{1,2}(?:\.[0-9]+)?\s?(?:¢|cents?\b)"
     r"|(?<![\w.:$£€-])[0-9]{1,3}\s?(?:-|/|\bto\b)\s?[0-9]{1,3}(?![\w.:%-])"
     r"|(?<![\w.])[+-][1-9][0-9]{2,3}\b"
-    r"|\bodds[- ]on\b|\beven[- ]money\b",
+    r"|\bodds-on\b|\beven[- ]money\b",  # "odds-on", never "the odds on X"
     re.IGNORECASE,
 )
 # What makes the figure a belief about the outcome (not a volume, a stake or a vote share).

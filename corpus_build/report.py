@@ -27,13 +27,33 @@ def _counts(df: pl.DataFrame, col: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in zip(vc[col].to_list(), vc["len"].to_list())}
 
 
+def visibility_moves(adf: pl.DataFrame) -> dict[str, Any]:
+    """How many articles each visibility rule moved away from the paper's day, and by how many days
+    (docs/design.md §2.timestamps); `net_days`: articles per net shift of their day."""
+    if adf.height == 0 or "visible_moves" not in adf.columns:
+        return {"sources": {}, "rules": {}, "net_days": {}, "articles_moved": 0}
+    moves = adf.select(pl.col("visible_moves").explode()).drop_nulls()
+    rules: dict[str, dict[str, int]] = {}
+    if moves.height:
+        per = moves.unnest("visible_moves").group_by("rule").agg(
+            pl.len().alias("articles"), pl.col("days").sum().alias("days_total"),
+            pl.col("days").min().alias("days_min"), pl.col("days").max().alias("days_max")).sort("rule")
+        rules = {r.pop("rule"): {k: int(v) for k, v in r.items()} for r in per.iter_rows(named=True)}
+    net = adf.select(pl.col("visible_moves").list.eval(pl.element().struct.field("days")).list.sum()
+                     .fill_null(0).alias("net"))
+    counts = net.group_by("net").len().sort("net")
+    net_days = {str(int(d)): int(n) for d, n in zip(counts["net"].to_list(), counts["len"].to_list())}
+    return {"sources": _counts(adf, "visible_source"), "rules": rules, "net_days": net_days,
+            "articles_moved": int(sum(n for d, n in net_days.items() if d != "0"))}
+
+
 def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, articles: pa.Table,
                  file_errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The funnel of one build from per-file counters, all dropped rows and the kept articles."""
     ddf = pl.from_arrow(dropped) if dropped.num_rows else pl.DataFrame(schema={"stage": pl.Utf8, "reason": pl.Utf8})
     adf = pl.from_arrow(articles) if articles.num_rows else pl.DataFrame(
         schema={"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
-                "leak_flag": pl.Boolean, "leak_reason": pl.Utf8, "day": pl.Date})
+                "leak_flag": pl.Boolean, "leak_reason": pl.Utf8, "market_quote": pl.Boolean, "day": pl.Date})
     records_in = int(sum(int(c.get("records_in", 0)) for c in counters))
     stages = []
     remaining = records_in
@@ -70,8 +90,10 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
             "mod_rules": _counts(adf.drop_nulls("t_mod_rule") if kept else adf, "t_mod_rule"),
         },
         "dedup": {r: stages[-1]["reasons"].get(r, 0) for r in schema.CORPUS_REASONS["dedup"]},
+        "visibility": visibility_moves(adf),
         "leak_flags": int(leak.height),
         "leak_kinds": leak_kinds,
+        "market_quotes": int(adf["market_quote"].fill_null(False).sum()) if kept else 0,
         "months": months,
         "file_errors": [dict(e) for e in file_errors],
     }
@@ -98,10 +120,22 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += [f"| {rule} | {n:,} |" for rule, n in ts["rules"].items()]
     lines += ["", "## Duplicates removed", "", "| stage | removed |", "|---|---:|"]
     lines += [f"| {r} | {n:,} |" for r, n in report["dedup"].items()]
+    vis = report.get("visibility") or {}
+    lines += ["", "## Visibility time", "",
+              (f"{vis.get('articles_moved', 0):,} articles are visible on another day than the paper's rule "
+               "(publication time, naive = UTC) gives; which rule moved them and by how many days:"), "",
+              "| rule | articles | days total | min | max |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r} | {v['articles']:,} | {v['days_total']:+,} | {v['days_min']:+} | {v['days_max']:+} |"
+              for r, v in (vis.get("rules") or {}).items()]
+    lines += ["", "| visible from | articles |", "|---|---:|"]
+    lines += [f"| {s} | {n:,} |" for s, n in (vis.get("sources") or {}).items()]
     kinds = ", ".join(f"{k}: {v}" for k, v in report["leak_kinds"].items()) or "none"
     lines += ["", "## Leakage screen", "",
               (f"{report['leak_flags']:,} articles flagged ({kinds}); "
-               "they stay in the store and are hidden from search by default."), ""]
+               "they stay in the store and are hidden from search by default."), "",
+              "## Market quotes", "",
+              (f"{report.get('market_quotes', 0):,} articles quote a betting or prediction market's odds; "
+               "hidden from search by default (retrieval.hide)."), ""]
     lines += ["## Articles per month", "", "| month | articles |", "|---|---:|"]
     lines += [f"| {m} | {n:,} |" for m, n in report["months"].items()]
     lines += ["", "## Files not read whole", ""]
@@ -126,7 +160,9 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         f"  dropped per stage: {stage_line}",
         f"  timestamps: pub {ts['pub']:.1f}% / mod {ts['mod']:.1f}% / crawl {ts['crawl']:.1f}%",
         "  duplicates: " + ", ".join(f"{k} {v:,}" for k, v in r["dedup"].items()),
-        f"  leak flags: {r['leak_flags']:,}; files not read whole: {len(r['file_errors'])}",
+        (f"  leak flags: {r['leak_flags']:,}; market quotes: {r.get('market_quotes', 0):,}; "
+         f"moved by the visibility rules: {(r.get('visibility') or {}).get('articles_moved', 0):,}; "
+         f"files not read whole: {len(r['file_errors'])}"),
         (f"  time: {t['total_s']:.1f}s (per-file stages {t['process_s']:.1f}s, dedup {t['dedup_s']:.1f}s, "
          f"store {t['store_s']:.1f}s)"),
         f"  output: {summary['paths']['articles']} (report: {summary['paths']['report']})",

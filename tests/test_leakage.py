@@ -116,6 +116,7 @@ NOT_MARKET_QUOTES = [
     "Polymarket users placed bets on 1,200 markets in 2025.",
     "DraftKings stock price fell 5% after the earnings call.",
     "There are manifold reasons to doubt the 60% figure, the odds say nothing.",
+    "Bookmakers shortened the odds on the Hornets after 2 training sessions.",  # a move, no level quoted
 ]
 
 
@@ -129,3 +130,21 @@ def test_market_quote_found(sentence: str) -> None:
 @pytest.mark.parametrize("sentence", NOT_MARKET_QUOTES)
 def test_company_news_and_polls_are_not_market_quotes(sentence: str) -> None:
     assert find_market_quote(f"The council met on Monday. {sentence} Officials declined to comment.") is None
+
+
+@pytest.mark.slow
+def test_micro_world_market_quotes(micro_corpus, micro_truth) -> None:
+    """Every kept page of the sample world carries the market_quote flag truth.json gives: the planted
+    quotes are flagged, the story about the venues and the poll is not, nor is any other page."""
+    import json
+
+    import polars as pl
+
+    arts = pl.concat([pl.read_parquet(p) for p in sorted((micro_corpus / "corpus" / "articles").glob("*.parquet"))])
+    got = dict(zip(arts["url"].to_list(), arts["market_quote"].to_list()))
+    want = {u: w["market_quote"] for u, w in micro_truth["articles"].items() if w["expect"] == "keep"}
+    assert {u: got[u] for u in want} == want
+    assert sum(want.values()) >= 1
+    assert any(w.get("note") == "market_mention" and w["expect"] == "keep" for w in micro_truth["articles"].values())
+    report = json.loads((micro_corpus / "corpus" / "report.json").read_text())
+    assert report["market_quotes"] == sum(want.values())

@@ -281,3 +281,22 @@ def test_index_build_on_an_empty_corpus_says_why(tmp_path):
     (tmp_path / "corpus" / "report.md").write_text("# funnel\n")
     with pytest.raises(CorpusError, match="holds no articles"):
         build_index(tmp_path, progress=False)
+
+
+@pytest.mark.slow
+def test_micro_world_market_quotes_hidden_by_default(micro_index, micro_truth):
+    """A market-quoting article of the sample world never shows in search and cannot be opened, unless
+    the recorded ablation shows it."""
+    quotes = [(u, w) for u, w in micro_truth["articles"].items() if w.get("market_quote") and w["expect"] == "keep"]
+    assert quotes
+    s, ablation = Searcher.open(micro_index), Searcher.open(micro_index, hide=["leak_flag"])
+    for url, want in quotes:
+        as_of = date.fromisoformat(want["day"]) + timedelta(days=3)
+        query = want["title"]
+        for mode in ("bm25", "hybrid"):
+            assert url not in {h.url for h in quiet(s.search, query, as_of, k=50, mode=mode)}
+        shown = {h.url: h.doc_id for h in quiet(ablation.search, query, as_of, k=50, mode="bm25")}
+        assert url in shown
+        with pytest.raises(ArticleUnavailableError):
+            s.open_article(shown[url], as_of)
+        assert ablation.open_article(shown[url], as_of).market_quote

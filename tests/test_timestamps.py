@@ -227,3 +227,41 @@ def test_a_naive_modification_is_bogus_only_if_no_zone_makes_it_possible() -> No
     ext = _ext(pub=[("jsonld_datePublished", "2026-03-10T10:00:00Z")], mod=[("jsonld_dateModified", "2026-03-16")])
     ts = assign_timestamps(ext, "u", None, crawl)
     assert ts.t_mod is None and ts.day == date(2026, 3, 10)
+
+
+def _kept_rows(ws) -> dict[str, dict]:
+    import polars as pl
+
+    arts = pl.concat([pl.read_parquet(p) for p in sorted((ws / "corpus" / "articles").glob("*.parquet"))])
+    return {r["url"]: r for r in arts.iter_rows(named=True)}
+
+
+@pytest.mark.slow
+def test_micro_world_visibility(micro_corpus, micro_truth) -> None:
+    """Every kept page of the sample world is visible on the day truth.json gives under the default
+    rule, from the timestamp it names; each planted visibility case is present and lands there."""
+    import json
+
+    kept = _kept_rows(micro_corpus)
+    wrong, plants = [], {}
+    for url, want in micro_truth["articles"].items():
+        if want["expect"] != "keep":
+            continue
+        row = kept[url]
+        got = (str(row["day"]), row["visible_source"], row["t_source"], row["t_rule"])
+        if got != (want["day"], want["visible_source"], want["t_source"], want["t_rule"]):
+            wrong.append((url, want.get("note"), got, want["day"], want["visible_source"]))
+        plants.setdefault(want.get("note"), []).append((want, row))
+    assert not wrong, wrong[:10]
+    for want, row in plants["naive_evening"]:  # the paper's rule (naive = UTC) shows it a day early
+        assert date.fromisoformat(want["day"]) == date.fromisoformat(want["t_pub"][:10]) + timedelta(days=1)
+        assert [m["rule"] for m in row["visible_moves"]] == ["naive_time"]
+    for want, row in plants["modified_later"]:
+        assert want["visible_source"] == "mod" and want["day"] == want["t_mod"][:10] > want["t_pub"][:10]
+    assert len(plants["bogus_modified"]) == 2
+    for want, row in plants["bogus_modified"]:  # the bogus value (days after the crawl) was passed over
+        assert row["t_mod"] is not None and row["t_mod"] <= row["t_crawl"]
+    report = json.loads((micro_corpus / "corpus" / "report.json").read_text())
+    rules = report["visibility"]["rules"]
+    assert {"naive_time", "date_only", "modified"} <= set(rules) and rules["modified"]["days_max"] >= 2
+    assert report["visibility"]["articles_moved"] == sum(n for d, n in report["visibility"]["net_days"].items() if d != "0")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,14 @@ from forecast_env.synth import pages as pg
 from forecast_env.synth import planted
 from forecast_env.synth.checks import first_quality_reason
 from forecast_env.synth.presets import Preset
-from forecast_env.synth.prose import DISTRACTOR_TOPICS, Text, distractor_article, event_article
+from forecast_env.synth.prose import (
+    DISTRACTOR_TOPICS,
+    Text,
+    distractor_article,
+    event_article,
+    market_mention_sentences,
+    market_quote_sentence,
+)
 from forecast_env.synth.scenarios import SCENARIO_BY_NAME
 from forecast_env.synth.warc import Record, record_id, warc_date, write_warc
 from forecast_env.synth.world import CORPUS_END, CORPUS_START, UTC, Event
@@ -48,6 +56,8 @@ class Doc:
     reason_alt: list[str] = field(default_factory=list)
     dup_of: str | None = None
     leak: bool = False
+    leak_day: date | None = None  # the day the planted leak reports (flagged when after the visibility day)
+    market_quote: bool = False  # the text quotes a market's odds
     lang: str = "en"
     note: str | None = None
     # rendering
@@ -65,6 +75,7 @@ class Doc:
     content_type: str = "text/html"
     raw_payload: bytes | None = None
     same_as: Doc | None = None  # URL variant: identical page bytes
+    plant_markup: Callable[[random.Random], pg.DateMarkup] | None = None  # hand-written date metadata
     truncated: bool = False
     # filled by render()
     markup: pg.DateMarkup | None = None
@@ -194,6 +205,70 @@ def _jaccard5(a: str, b: str) -> float:
     return len(ga & gb) / max(len(ga | gb), 1)
 
 
+def _markup(pub: tuple[str, str, datetime] | None = None, mod: tuple[str, str, datetime] | None = None,
+            decoys: tuple[tuple[str, str], ...] = ()) -> Callable[[random.Random], pg.DateMarkup]:
+    """Hand-written date metadata: `pub`/`mod` = (rule, value as written, the instant it denotes
+    when a value without offset is read as UTC); `decoys` are (rule, value) emitted first."""
+
+    def make(rng: random.Random) -> pg.DateMarkup:
+        m = pg.DateMarkup()
+        for rule, raw in decoys:
+            pg._emit(m, rule, raw, rng)
+        if pub is not None:
+            pg._emit(m, pub[0], pub[1], rng)
+            m.t_pub_rule, m.pub_raw, m.t_pub = pub
+        if mod is not None:
+            if mod[0] == "http_last_modified":
+                m.last_modified = mod[1]
+            else:
+                pg._emit(m, mod[0], mod[1], rng)
+            m.t_mod_rule, m.mod_raw, m.t_mod = mod
+        source = "pub" if pub else "mod" if mod else "crawl"
+        m.t_source, m.t_rule = source, pub[0] if pub else mod[0] if mod else "crawl"
+        return m
+
+    return make
+
+
+def visibility_plants(rng: random.Random, fresh: Callable[..., Doc], when: Callable[[], datetime]) -> list[Doc]:
+    """Pages whose visibility day differs from the paper's (docs/design.md §2.timestamps)."""
+    out = []
+    # 21:xx in New York (UTC-5) written without an offset: the paper shows it a day early
+    d0 = when().date()
+    local = datetime(d0.year, d0.month, d0.day, 21, rng.randint(0, 59))
+    true = (local + timedelta(hours=5)).replace(tzinfo=UTC)
+    d = fresh("distractor", true, source="pub", decoys=False, note="naive_evening",
+              crawl=true + timedelta(minutes=rng.randint(60, 30 * 60)))
+    d.plant_markup = _markup(pub=("meta_article_published_time", local.strftime("%Y-%m-%dT%H:%M:%S"),
+                                  local.replace(tzinfo=UTC)))
+    out.append(d)
+    # modified days after publication, crawled after the modification: visible as modified
+    t = when().replace(hour=rng.randint(6, 14))
+    t_mod = t + timedelta(days=rng.randint(2, 5), hours=rng.randint(1, 8))
+    d = fresh("distractor", t, source="pub", decoys=False, note="modified_later",
+              crawl=t_mod + timedelta(hours=rng.randint(3, 20)))
+    d.plant_markup = _markup(pub=("jsonld_datePublished", pg.iso_z(t), t),
+                             mod=("jsonld_dateModified", pg.iso_z(t_mod), t_mod))
+    out.append(d)
+    # a dateModified days after the crawl (bogus) over a genuine one: the genuine one is used
+    t = when().replace(hour=8, minute=0)
+    crawl = t + timedelta(days=1, hours=rng.randint(1, 10))
+    bogus = pg.iso_z(crawl + timedelta(days=5))
+    d = fresh("distractor", t, source="pub", decoys=False, note="bogus_modified", crawl=crawl)
+    d.plant_markup = _markup(pub=("jsonld_datePublished", pg.iso_z(t), t),
+                             mod=("meta_article_modified_time", pg.iso_z(t + timedelta(hours=3)), t + timedelta(hours=3)),
+                             decoys=(("jsonld_dateModified", bogus),))
+    out.append(d)
+    # no publication time, a bogus dateModified and the HTTP Last-Modified: the header is used
+    t = when()
+    crawl = t + timedelta(days=2, hours=rng.randint(1, 10))
+    d = fresh("distractor", t, source="mod", decoys=False, note="bogus_modified", crawl=crawl)
+    d.plant_markup = _markup(mod=("http_last_modified", pg.http_date(t), t.replace(microsecond=0)),
+                             decoys=(("jsonld_dateModified", pg.iso_z(crawl + timedelta(days=6))),))
+    out.append(d)
+    return out
+
+
 def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBook,
                  pool: list[Doc]) -> list[Doc]:
     """Every planted corpus case (`plant_copies` of each, at least one)."""
@@ -234,12 +309,15 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
             d = fresh("old", t_old, expect="drop", stage="time", reason="before_corpus_start",
                       source="pub", decoys=False,
                       crawl=_day_dt(CORPUS_START + timedelta(days=rng.randint(0, 5)), 3, 20 + c))
+            d.plant_markup = _markup(pub=("jsonld_datePublished", pg.iso_z(t_old), t_old))
             out.append(d)
         # leakage: content written after the metadata date
         t = when()
         d = fresh("leak", t, leak=True, source="pub", decoys=False,
                   crawl=t + timedelta(days=14, hours=rng.randint(1, 20)))
         upd = t + timedelta(days=10)
+        d.leak_day = upd.date()
+        d.plant_markup = _markup(pub=("meta_article_published_time", pg.iso_z(t), t))
         d.paragraphs = d.paragraphs + [
             (f"Updated {upd.strftime('%B')} {upd.day}, {upd.year}: officials confirmed the final "
              f"figures on {upd.strftime('%A')} and said no further changes were expected.")]
@@ -248,6 +326,8 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         d = fresh("leak", t, leak=True, source="pub", decoys=False,
                   crawl=t + timedelta(days=12, hours=rng.randint(1, 20)))
         v = t + timedelta(days=8)
+        d.leak_day = v.date()
+        d.plant_markup = _markup(pub=("jsonld_datePublished", pg.iso_z(t), t))
         d.paragraphs = d.paragraphs[:2] + [
             (f"On {v.strftime('%B')} {v.day}, the committee voted to approve the plan, and the first "
              f"contracts were signed the same afternoon.")] + d.paragraphs[2:]
@@ -262,6 +342,24 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
                          force_decoy=True, note="bad_year_skipped"))
         out.append(fresh("distractor", source="mod", mod_rule="meta_og_updated_time",
                          force_decoy=True, note="bad_year_skipped"))
+        out += visibility_plants(rng, fresh, when)
+        # market quotes: event news quoting the market's odds, and a story naming the venues without odds
+        for orig in [d for d in pool if d.kind == "event_news"][c * 7 + 5 : c * 7 + 7]:
+            ev = next(e for e in events if e.event_id == orig.event_id)
+            probs = ev.probs[ev.day_index(orig.t_true.date())].copy()
+            probs[np.isnan(probs)] = 0.0
+            k = int(np.argmax(probs))
+            side = "a yes outcome" if ev.scenario.kind == "yesno" else ev.options[k]
+            if ev.scenario.kind == "yesno":
+                k = 0
+            quote = market_quote_sentence(rng, side, float(probs[k] / max(probs.sum(), 1e-9)))
+            paras = list(orig.paragraphs)
+            paras[min(1, len(paras) - 1)] += " " + quote
+            if first_quality_reason("\n".join([orig.title, *paras])) is None:
+                orig.paragraphs, orig.market_quote = paras, True
+        d = fresh("distractor", note="market_mention")
+        d.paragraphs = d.paragraphs[:1] + [" ".join(market_mention_sentences(rng))] + d.paragraphs[1:]
+        out.append(d)
         # dedup: syndicated copies (near-identical text, later, elsewhere, other title)
         news = [d for d in pool if d.kind == "event_news"]
         for orig in news[c * 7 : c * 7 + 2]:
@@ -275,6 +373,8 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
             if first_quality_reason("\n".join([orig.title] + longer)) is None:
                 orig.paragraphs = longer  # a long original, so one edited word keeps J >= 0.95
             orig.source, orig.pub_rule, orig.decoys = "pub", "jsonld_datePublished", False
+            # crawled within hours, so the original is visible before its copy whatever its dateModified
+            orig.crawl = orig.t_true + timedelta(minutes=rng.randint(40, 360))
             paras = list(orig.paragraphs)
             words = paras[-1].rstrip(".").split(" ")
             words[-1] = {"week": "month"}.get(words[-1], "week")
@@ -319,8 +419,9 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
             v.dup_of = base
             v.same_as = base if variant != "canonical" else None
             if variant == "canonical":
+                # the AMP copy appears after the original was crawled: visible after it
                 v.source, v.pub_rule, v.decoys = base.source, "jsonld_datePublished", False
-                v.t_true = base.t_true
+                v.t_true = base.crawl + timedelta(minutes=rng.randint(5, 60))
             out.append(v)
         # same-title reposts: within 7 days -> dup_title; 12 days later -> kept
         t = when()
@@ -402,9 +503,12 @@ def assign_urls(docs: list[Doc], seed: int) -> None:
             d.source, d.pub_rule, d.mod_rule = COVERAGE[cov]
             cov += 1
         mrng = g.sub_rng(seed, "markup", i)
-        d.markup = pg.date_markup(mrng, d.t_true, d.crawl, source=d.source, pub_rule=d.pub_rule,
-                                  mod_rule=d.mod_rule, offset=d.offset,
-                                  decoys=d.decoys or d.force_decoy)
+        if d.plant_markup is not None:
+            d.markup = d.plant_markup(mrng)
+        else:
+            d.markup = pg.date_markup(mrng, d.t_true, d.crawl, source=d.source, pub_rule=d.pub_rule,
+                                      mod_rule=d.mod_rule, offset=d.offset,
+                                      decoys=d.decoys or d.force_decoy)
         if d.force_decoy:
             _force_decoy(mrng, d)
         section = SECTIONS.get(d.note if d.kind in ("event_news", "preview") else None, "local")
@@ -467,9 +571,38 @@ def render(d: Doc, seed: int, index: int) -> None:
         d.headers.insert(rng.randint(1, 3), ("Last-Modified", d.markup.last_modified))
 
 
+_WRITTEN_DATE_ONLY = re.compile(r"^[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}$")
+_WRITTEN_ZONE = re.compile(r"(?:Z|GMT|[+-][0-9]{2}:?[0-9]{2})$")
+
+
+def _latest(raw: str | None, instant: datetime | None) -> datetime | None:
+    """The instant a value this generator wrote denotes under the default visibility rule: with a
+    zone, itself; without one, the latest it can denote (+12 h; a date-only value, its day +36 h)."""
+    if instant is None:
+        return None
+    if raw is None or _WRITTEN_ZONE.search(raw):
+        return instant
+    if _WRITTEN_DATE_ONLY.match(raw):
+        return instant + timedelta(hours=36)
+    return instant + timedelta(hours=12)
+
+
+def expected_visibility(m: pg.DateMarkup, crawl: datetime) -> tuple[datetime, str]:
+    """(v, which timestamp gave it) under `timestamps.visibility: conservative`: the later of the
+    publication and modification readings, else the crawl, never later than the crawl."""
+    t_pub, t_mod = _latest(m.pub_raw, m.t_pub), _latest(m.mod_raw, m.t_mod)
+    v, source = (t_pub, "pub") if t_pub is not None else (t_mod, "mod") if t_mod is not None else (crawl, "crawl")
+    if t_pub is not None and t_mod is not None and t_mod > t_pub:
+        v, source = t_mod, "mod"
+    if v > crawl:
+        v, source = crawl, "crawl"
+    return v, source
+
+
 def truth_of(d: Doc) -> dict:
     m = d.markup
     read_drop = d.stage == "read"
+    visible_at = visible_source = None
     if m is None or read_drop:
         t_pub = t_mod = None
         source = rule = None
@@ -478,8 +611,9 @@ def truth_of(d: Doc) -> dict:
         t_pub, t_mod = m.t_pub, m.t_mod
         source = m.t_source
         rule = m.t_rule
-        t = t_pub if source == "pub" else t_mod if source == "mod" else d.crawl
-        day = t.astimezone(UTC).date().isoformat()
+        visible_at, visible_source = expected_visibility(m, d.crawl)
+        day = visible_at.astimezone(UTC).date().isoformat()
+    leak = d.leak and day is not None and (d.leak_day is None or d.leak_day.isoformat() > day)
     dup = d.dup_of.url if isinstance(d.dup_of, Doc) else d.dup_of
     out = {
         "kind": d.kind,
@@ -496,8 +630,11 @@ def truth_of(d: Doc) -> dict:
         "t_rule": rule,
         "t_pub_rule": m.t_pub_rule if m and not read_drop else None,
         "t_mod_rule": m.t_mod_rule if m and not read_drop else None,
-        "day": day,
-        "leak": d.leak,
+        "visible_at": pg.iso_z(visible_at),
+        "visible_source": visible_source,
+        "day": day,  # UTC day of the visibility time under the default rule
+        "leak": leak,
+        "market_quote": d.market_quote,
         "lang": d.lang,
         "title": d.title or None,
         "note": d.note if d.kind not in ("event_news", "preview") else None,

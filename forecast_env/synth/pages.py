@@ -79,6 +79,8 @@ class DateMarkup:
     t_rule: str = "crawl"
     t_pub_rule: str | None = None
     t_mod_rule: str | None = None
+    pub_raw: str | None = None  # the value written under t_pub_rule, as written
+    mod_raw: str | None = None  # the value written under t_mod_rule, as written
 
 
 def _emit(m: DateMarkup, rule: str, value: str, rng: random.Random) -> None:
@@ -134,10 +136,11 @@ def date_markup(rng: random.Random, t_true: datetime, crawl: datetime, source: s
         if rule == "url_date":
             d0 = datetime(t_true.year, t_true.month, t_true.day, tzinfo=UTC)
             m.url_date = t_true.strftime("%Y/%m/%d")
-            m.t_pub = d0
+            m.t_pub, m.pub_raw = d0, m.url_date
         else:
             val, m.t_pub = fmt_value(rng, t_true, offset, allow_date_only=rule != "time_pubdate")
             _emit(m, rule, val, rng)
+            m.pub_raw = val
         m.t_pub_rule = rule
         if decoys and i > 0 and rng.random() < 0.35:  # an out-of-range value on a higher rule
             hi = rng.choice([r for r in PUB_RULES[:i] if r != "url_date"])
@@ -171,10 +174,11 @@ def _add_mod(m: DateMarkup, rng: random.Random, rule: str, t_true: datetime, cra
     if rule == "http_last_modified":
         t = t.replace(microsecond=0)
         m.last_modified = http_date(t)
-        m.t_mod = t
+        m.t_mod, m.mod_raw = t, m.last_modified
     else:
         val, m.t_mod = fmt_value(rng, t, offset, allow_date_only=rule != "time_updated")
         _emit(m, rule, val, rng)
+        m.mod_raw = val
     m.t_mod_rule = rule
     if decoys and i > 0 and rng.random() < 0.3:
         hi = rng.choice([r for r in MOD_RULES[:i] if r != "http_last_modified"])

@@ -332,3 +332,32 @@ def distractor_article(rng: random.Random, topic: str) -> Text:
     title = fill(rng.choice(pools["head"]))
     summary = paragraphs[0].split(". ")[0].rstrip(".") + "."
     return Text(title, summary, paragraphs)
+
+
+# Sentences that quote a betting or prediction market's odds on an event (the builder flags such
+# articles `market_quote`, docs/design.md §2.market quotes); `${side}` is an option or "a yes outcome".
+MARKET_QUOTES = [
+    "{Traders|Bettors} on {Polymarket|Kalshi} {put|priced} the odds of ${side} at ${p}% {on ${weekday}|this week}.",
+    "{On|At} the prediction market {Polymarket|PredictIt}, contracts on ${side} {were trading|traded} at ${p} cents {on ${weekday}|late in the week}.",
+    "{Betting markets|Bookmakers} {now|currently} give ${side} {a probability|implied odds} of ${p}%, {up from|compared with} ${q}% {a week earlier|last month}.",
+]
+# Sentences that name the same venues, or polls, without quoting odds (must not be flagged).
+MARKET_MENTIONS = [
+    "Polymarket, the {crypto-based|blockchain-based} prediction market, {raised|secured} $${m} million in {a funding round|new funding} {this year|last month}, {the company said|according to a statement}.",
+    "{Regulators|Lawmakers} {in several states|in the capital} {are examining|have questioned} whether {Kalshi|Polymarket} {should be allowed|may continue} to {list|offer} contracts on {elections|sports}.",
+    "A {poll|survey} {published|released} on ${weekday} {found|showed} that ${p} percent of {respondents|voters} {backed|supported} the {plan|proposal}.",
+]
+
+
+def market_quote_sentence(rng: random.Random, side: str, p: float) -> str:
+    """One sentence quoting the market's probability `p` (0..1) of `side`."""
+    pct = min(max(round(100 * p), 1), 99)
+    q = min(max(pct + rng.choice([-9, -6, -4, 4, 6, 9]), 1), 99)
+    slots = {"side": side, "p": str(pct), "q": str(q), "weekday": rng.choice(WEEKDAYS)}
+    return g.expand(rng.choice(MARKET_QUOTES), rng, slots)
+
+
+def market_mention_sentences(rng: random.Random) -> list[str]:
+    """Sentences about the prediction-market companies and a poll, none quoting odds."""
+    slots = {"m": str(rng.randint(20, 400)), "p": str(rng.randint(35, 65)), "weekday": rng.choice(WEEKDAYS)}
+    return [g.expand(t, rng, slots) for t in MARKET_MENTIONS]
