@@ -58,6 +58,8 @@ _STRUCTURE = frozenset({
 })
 _CANDIDATE_TAGS = tuple(_BLOCK_TAGS | _TEXT_DIV_TAGS)
 _PROSE_TAGS = frozenset({"p", "div", "section", "td", "blockquote", "pre"})
+#: Blocks dropped when most of their text is link text (paragraphs keep their inline links).
+_LINK_CHECKED = frozenset({"li", "div", "section", "td"})
 #: Containers whose loose text (inline content between their blocks) is read as paragraphs.
 _LOOSE_TAGS = ("div", "section", "td", "article", "main", "span", "font", "center", "body")
 _MIN_TEXT_DIV_WORDS = 8
@@ -91,7 +93,8 @@ def boiler_kind(el, own_block: bool = False) -> str | None:
     if not parts:
         return None
     words = set(parts)
-    if words & COMMENT_WORDS:
+    # "commentlist", "comments-area", "comment_body" (not "commentary": opinion columns)
+    if words & COMMENT_WORDS or any(w.startswith("comment") and not w.startswith("commenta") for w in words):
         return "comment"
     if words & BOILER_WORDS:
         return "name"
@@ -299,7 +302,7 @@ def _select(blocks: list[_Block], root) -> list[_Block]:
                 break
         if not ok or (not b.loose and boiler_kind(b.el, own_block=True) is not None):
             continue
-        if b.el.tag in ("li", "div", "section") and b.link_share() > 0.6:
+        if (b.loose or b.el.tag in _LINK_CHECKED) and b.link_share() > 0.6:
             continue  # link lists and teaser cards
         out.append(b)
         if not b.loose:

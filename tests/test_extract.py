@@ -290,3 +290,105 @@ def test_title_suffix_from_og_site_name_and_host():
     html2 = html.replace('<meta property="og:site_name" content="Westmarch Herald">', "").replace(
         "Westmarch Herald</title>", "DW</title>")
     assert extract_page(html2, "https://www.dw.com/en/a").title == "Council approves the harbour budget"
+
+
+# ------------------------------------------------------------------------------------------------
+# The failure classes seen on real pages (issue 11), each on small self-written HTML
+# ------------------------------------------------------------------------------------------------
+
+STORY = [
+    "The harbour authority approved the new ferry timetable on Monday after a three-hour meeting.",
+    "Officials said the changes would add two early crossings on weekdays and one late service on Fridays.",
+    "Residents of the island had asked for more frequent services for years, citing long waits in winter.",
+    "The operator said it would hire six more crew members before the timetable starts in April.",
+    "Critics argued that the fares, which rise by four percent, would hit commuters hardest this year.",
+    "The authority will review the timetable again in the autumn, when passenger numbers are published.",
+]
+
+
+def _paragraphs_in(body: str | None) -> int:
+    return sum(s in (body or "") for s in STORY)
+
+
+@pytest.mark.parametrize("wrapper_class", [
+    "l-sidebar-fixed l-segment l-article-body-segment",  # a layout *with* a sidebar, not the sidebar
+    "article-body has-paywall",
+    "paywall-content story__body",
+    "main-col with-sidebar",
+])
+def test_layout_class_with_boilerplate_word_keeps_the_body(wrapper_class: str) -> None:
+    html = (
+        "<html><body><header><nav><a href='/'>Home</a></nav></header><article class='l-main'>"
+        "<p class='c-standfirst'>A longer timetable for the island ferry, and higher fares.</p>"
+        f"<div class='{wrapper_class}'><div class='c-entry-content'>"
+        + "".join(f"<p>{s}</p>" for s in STORY)
+        + "</div><aside class='c-related'><p>Read next: the best beaches of the coast this summer.</p></aside>"
+        "</div></article><div class='sidebar'><p>Most read: ten things you missed this week in town.</p></div>"
+        "</body></html>"
+    )
+    body = extract_page(html, "https://example.com/a").body
+    assert _paragraphs_in(body) == len(STORY), body
+    assert "Read next" not in body and "Most read" not in body
+
+
+@pytest.mark.parametrize("para", [
+    "<div class='zn-body__paragraph'>{}</div>",
+    "<div data-component='text-block' data-index='1'><span>{}</span></div>",
+    "<div class='article__text-block article__text-block--lead'>{}</div>",
+    "<section class='paragraph'>{} <a href='/x'>link</a></section>",
+])
+def test_div_paragraphs_are_all_read(para: str) -> None:
+    html = (
+        "<html><body><div class='site-nav'><a href='/'>Home</a> <a href='/w'>World</a></div>"
+        "<div itemprop='articleBody'><div class='media'><img src='a.jpg'></div>"
+        "<p class='editor-note'>Editor's note: this story was updated with the operator's response.</p>"
+        + "".join(para.format(s) for s in STORY)
+        + "</div><div class='newsletter-signup'>Sign up for our daily newsletter and never miss a story again today.</div>"
+        "</body></html>"
+    )
+    body = extract_page(html, "https://example.com/b").body
+    assert _paragraphs_in(body) == len(STORY), body
+    assert "newsletter" not in body
+
+
+def test_old_table_layout_gives_the_article_not_the_navigation() -> None:
+    nav = "<br>".join(f"<a href='/s{i}'>Section number {i} of the site</a>" for i in range(40))
+    html = (
+        "<html><body bgcolor='#ffffff'><table width='100%'><tr>"
+        f"<td width='180' valign='top'><font size='-1'>{nav}</font></td>"
+        "<td valign='top'><font face='Arial'><b>Ferry timetable approved</b><br><br>"
+        + "<br><br>".join(STORY)
+        + "</font></td></tr></table>"
+        "<center><font size='-2'>Copyright 2004 Island Weekly. All rights reserved.</font></center></body></html>"
+    )
+    body = extract_page(html, "https://example.com/c").body
+    assert _paragraphs_in(body) == len(STORY), body
+    assert "Section number" not in body
+
+
+@pytest.mark.parametrize("comments", [
+    "<div id='comments' class='comments-area'><ol class='commentlist'>{}</ol></div>",
+    "<section class='js-discussion'><div id='disqus_thread'>{}</div></section>",
+    "<div class='reader-responses'><ul class='commentlist'>{}</ul></div>",
+])
+def test_comment_section_is_not_the_body(comments: str) -> None:
+    # No article markup, and one long reader comment has more paragraph text than the story.
+    long_reply = "".join(
+        f"<p>I have taken this ferry for twenty years and the service has never been this bad, frankly. "
+        f"Reply number {i} of mine agrees with everything said above and adds a little more.</p>"
+        for i in range(10)
+    )
+    replies = "".join(
+        f"<li class='comment'><div class='comment-author'>reader{i}</div><div class='comment-body'>"
+        + (long_reply if i == 1 else "<p>Reply number 0 says the old timetable was better for everyone.</p>")
+        + "</div></li>"
+        for i in range(3)
+    )
+    html = (
+        "<html><body><div class='wrap'><div class='post'><h1>Ferry timetable approved</h1>"
+        + "".join(f"<p>{s}</p>" for s in STORY)
+        + "</div>" + comments.format(replies) + "</div></body></html>"
+    )
+    body = extract_page(html, "https://example.com/d").body
+    assert _paragraphs_in(body) == len(STORY), body
+    assert "Reply number" not in body
