@@ -326,11 +326,15 @@ def run_benchmark(
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise RunError(f"agent labels repeat ({', '.join(labels)}); give each spec its own 'label'")
-    from forecast_env.agents.base import KNOWN_AGENTS
+    from forecast_env.agents.base import KNOWN_AGENTS, agent_class, is_async_agent
 
     for s in specs:
         if s.name not in KNOWN_AGENTS:
-            raise RunError(f"unknown agent {s.name!r}; known agents: {', '.join(KNOWN_AGENTS)}")
+            try:
+                agent_class(s.name)  # your own agent (package.module:Class or an entry point): checked now
+            except ForecastEnvError as exc:
+                raise RunError(str(exc)) from exc
+    asynchronous = {s.label for s in specs if is_async_agent(s.name)}
     if split == "all" and any(s.name == "base_rate" for s in specs):
         from forecast_env.agents.base_rate import fit_split
 
@@ -358,7 +362,7 @@ def run_benchmark(
     todo = [t for t in tasks if not part_path(run_dir, t).exists()]
     ctx = {"workspace": str(ws.root), "split": split, "env_config": dict(env_cfg), "bench_config": dict(bench),
            "specs": {s.label: (s.name, dict(s.kwargs)) for s in specs}, "run_id": run_id, "run_dir": str(run_dir),
-           "seed": seed}
+           "seed": seed, "asynchronous": sorted(asynchronous)}
     n_workers = _resolve_workers(workers, bench)
     started = time.perf_counter()
     results = _execute(ctx, todo, n_workers, engine, int(bench["llm"]["concurrency"]), progress, len(tasks),
@@ -394,8 +398,8 @@ def _execute(ctx: dict[str, Any], todo: list[Task], workers: int, engine: str, c
 
         bar = tqdm(total=total, initial=total - len(todo), desc="episodes", unit="ep", file=sys.stderr)
     try:
-        llm = [t for t in todo if ctx["specs"][t.label][0] == "llm"]
-        rest = [t for t in todo if ctx["specs"][t.label][0] != "llm"]
+        llm = [t for t in todo if t.label in ctx["asynchronous"]]
+        rest = [t for t in todo if t.label not in ctx["asynchronous"]]
         results: list[dict] = []
         if rest:
             if engine == "ray":
