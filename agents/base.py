@@ -92,11 +92,12 @@ def make_agent(name: str, workspace: str | Path | None = None, config: dict | No
     `config` is the benchmark config (or just its `llm` / `retrieval` section); `kwargs` override
     single keys of the agent's section (e.g. `model=...`, `base_url=...`). `split` is the split the
     agent will be evaluated on (None: eval); base_rate fits on the other one and refuses `all`.
-    `world=True` builds the agent for `ForecastWorldEnv` (the baselines inside a `WorldPlayer`; the
-    LLM agent plays world mode itself).
+    `world=True` builds the agent for `ForecastWorldEnv`: an agent that researches one question at
+    a time (`question_plan`: the baselines) plays inside a `WorldPlayer`; the others (the LLM agent,
+    your own) play world mode themselves.
     """
     agent = _build_agent(name, workspace, config, split, **kwargs)
-    if world and name != "llm":
+    if world and hasattr(agent, "question_plan"):
         from forecast_env.agents.world import WorldPlayer
 
         return WorldPlayer(agent)

@@ -13,7 +13,7 @@ is refused (there is no other split to fit on). Only the fitting split's rows ar
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,11 @@ class BaseRateAgent:
     """Forecasts the train split's label frequencies for the offered options, with no tool calls."""
 
     name = "base_rate"
+    world_refresh = False  # in world mode one forecast per question stands
+
+    def question_plan(self, view: dict) -> Generator[dict, dict, None]:
+        """World mode: the base rates for one question."""
+        yield forecast_action(self.rates.probabilities(list(view["options"])))
 
     def __init__(self, rates: BaseRates, fitted_on: str = "train") -> None:
         self.rates = rates

@@ -279,6 +279,14 @@ class RetrievalAgent:
         self._plan = self._date_plan(obs)
         return next(self._plan)
 
+    world_refresh = True  # in world mode every listed question is read about again every day
+
+    def question_plan(self, view: dict[str, Any]) -> Generator[dict, dict, None]:
+        """World mode: one question's plan on its own view (a fresh reading; its tagged notes count)."""
+        self.docs, self.opened = {}, set()
+        self.notes = notebook_docs(view.get("notebook") or [])
+        return self._date_plan(view)
+
     # -- per-date plan -----------------------------------------------------------------------
 
     def _absorb(self, obs: Mapping[str, Any]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
 
 
@@ -9,6 +11,11 @@ class UniformAgent:
     """Reports the uniform distribution over the offered options, with no tool calls."""
 
     name = "uniform"
+    world_refresh = False  # in world mode one forecast per question stands
+
+    def question_plan(self, view: dict) -> Generator[dict, dict, None]:
+        """World mode: the uniform forecast for one question."""
+        yield forecast_action(uniform_probabilities(list(view["options"])))
 
     def reset(self, *, seed: int | None = None) -> None:
         return None

@@ -20,7 +20,7 @@ from forecast_env.envs import tools
 from forecast_env.envs.episodes import EventEpisode, ForecastDate, Quote, load_episodes
 from forecast_env.envs.notebook import Notebook, NotebookError
 from forecast_env.envs.observation import render_observation
-from forecast_env.envs.records import args_json, jsonable, tool_call_row
+from forecast_env.envs.records import args_json, forecast_row, jsonable, tool_call_row
 from forecast_env.envs.text_space import UnicodeText, dump_observation
 
 from forecast_env import scoring
@@ -438,28 +438,3 @@ class ForecastEnv(gym.Env):
         info["terminated"] = self._done
         return obs, info
 
-
-def forecast_row(ep: EventEpisode, d: ForecastDate, rollout: int, report: scoring.Report | None, raw: str | None,
-                 log_eps: float, counts: Mapping[str, int]) -> dict[str, Any]:
-    """One `schema.FORECASTS` row (without run_id/agent/memory/show_market) for `report` on date `d`;
-    `report=None` records the date as missing (never scored).
-
-    The log score vs. the market is taken twice: against the label's day-mean price
-    (`market_prob`) and against its last price of the day (`market_prob_close`), docs/design.md §5.
-    """
-    quote = ep.quote(d.day, ep.label)
-    row: dict[str, Any] = {
-        "event_id": ep.event_id, "rollout": rollout, "step": d.step, "steps_total": d.steps_total,
-        "forecast_date": d.day, "options": list(d.options), "label": ep.label, "market_prob": quote.price,
-        "market_prob_close": quote.price_close, **counts, "missing": report is None, "raw_report": raw,
-    }
-    if report is None:
-        row.update(probs=None, fallback=None, brier=None, accuracy=None, log_vs_market=None,
-                   log_vs_market_close=None)
-        return row
-    sc = scoring.score_report(report, ep.label, d.options, quote.price, log_eps)
-    row.update(probs=report.aligned(d.options), fallback=report.fallback, brier=sc.brier, accuracy=sc.accuracy,
-               log_vs_market=sc.log_vs_market,
-               log_vs_market_close=scoring.log_score_vs_market(report, ep.label, d.options,
-                                                               quote.price_close, log_eps))
-    return row

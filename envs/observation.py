@@ -51,6 +51,15 @@ def _shorten_tool_result(tr: Any, over: int, cuts: list[str]) -> tuple[bool, Any
     return False, tr
 
 
+def _drop_oldest(entries: list[Any], over: int) -> list[Any]:
+    """`entries` without as many of the oldest as it takes to save `over` characters (at least one)."""
+    saved, k = 0, 0
+    while k < len(entries) and (k == 0 or saved < over):
+        saved += len(dump_observation(entries[k])) + 2
+        k += 1
+    return entries[k:]
+
+
 def render_observation(content: dict[str, Any], cap: int) -> str:
     """The observation text of `content`, at most `cap` characters (`cap` >= 1000)."""
     text = dump_observation(content)
@@ -66,7 +75,7 @@ def render_observation(content: dict[str, Any], cap: int) -> str:
         if shrunk:
             c["tool_result"] = tr
         elif c.get("notebook"):
-            c["notebook"] = c["notebook"][1:]
+            c["notebook"] = _drop_oldest(c["notebook"], over)
             _note(cuts, "oldest notebook entries")
         elif len(c.get("questions") or []) > 1:
             c["questions"] = c["questions"][:-1]

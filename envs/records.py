@@ -1,11 +1,16 @@
-"""The rows an episode records (docs/design.md §5): tool calls and raw actions in the shapes of
-`schema.TOOL_CALLS` and the trajectory, shared by the episode and the world environments."""
+"""The rows an episode records (docs/design.md §5): forecasts, tool calls and raw actions in the shapes
+of `schema.FORECASTS`, `schema.TOOL_CALLS` and the trajectory, shared by the episode and the world
+environments."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from forecast_env.envs.episodes import EventEpisode, ForecastDate
+
+from forecast_env import scoring
 
 
 def jsonable(action: Any, cap: int) -> Any:
@@ -61,3 +66,29 @@ def tool_call_row(*, event_id: str, rollout: int, step: int, call_index: int, to
         "completion_tokens": _int_or_none(telemetry.get("completion_tokens")),
         "cost_usd": telemetry.get("cost_usd"),
     }
+
+
+def forecast_row(ep: EventEpisode, d: ForecastDate, rollout: int, report: scoring.Report | None, raw: str | None,
+                 log_eps: float, counts: Mapping[str, int]) -> dict[str, Any]:
+    """One `schema.FORECASTS` row (without run_id/agent/memory/show_market) for `report` on date `d`;
+    `report=None` records the date as missing (never scored).
+
+    The log score vs. the market is taken twice: against the label's day-mean price
+    (`market_prob`) and against its last price of the day (`market_prob_close`), docs/design.md §5.
+    """
+    quote = ep.quote(d.day, ep.label)
+    row: dict[str, Any] = {
+        "event_id": ep.event_id, "rollout": rollout, "step": d.step, "steps_total": d.steps_total,
+        "forecast_date": d.day, "options": list(d.options), "label": ep.label, "market_prob": quote.price,
+        "market_prob_close": quote.price_close, **counts, "missing": report is None, "raw_report": raw,
+    }
+    if report is None:
+        row.update(probs=None, fallback=None, brier=None, accuracy=None, log_vs_market=None,
+                   log_vs_market_close=None)
+        return row
+    sc = scoring.score_report(report, ep.label, d.options, quote.price, log_eps)
+    row.update(probs=report.aligned(d.options), fallback=report.fallback, brier=sc.brier, accuracy=sc.accuracy,
+               log_vs_market=sc.log_vs_market,
+               log_vs_market_close=scoring.log_score_vs_market(report, ep.label, d.options,
+                                                               quote.price_close, log_eps))
+    return row

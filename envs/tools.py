@@ -22,6 +22,25 @@ from typing import Any
 from forecast_env.errors import FutureArticleError, UnknownArticleError
 
 TOOL_NAMES = ("search", "open_article", "notebook_add", "notebook_supersede", "forecast")
+#: World mode's tools (docs/design.md §5 "World mode"): `forecast` names its question.
+WORLD_TOOL_NAMES = ("search", "open_article", "notebook_add", "notebook_supersede", "get_question",
+                    "list_questions", "forecast", "next_day")
+#: Arguments per tool: (required, optional), in episode mode and in world mode.
+ARGS = {
+    "search": (("query",), ("k", "mode")),
+    "open_article": (("doc_id",), ()),
+    "notebook_add": (("claim", "date_observed", "doc_ids"), ()),
+    "notebook_supersede": (("entry_id", "reason"), ()),
+    "forecast": (("probabilities",), ()),
+}
+WORLD_ARGS = {
+    **ARGS,
+    "notebook_add": (("claim", "date_observed", "doc_ids"), ("question_ids",)),
+    "get_question": (("question_id",), ()),
+    "list_questions": (("page",), ()),
+    "forecast": (("question_id", "probabilities"), ()),
+    "next_day": ((), ()),
+}
 SEARCH_MODES = ("hybrid", "dense", "bm25")
 TELEMETRY_KEYS = ("prompt_tokens", "completion_tokens", "latency_ms", "cost_usd")
 
@@ -106,6 +125,28 @@ def tool_specs(max_k: int = 50, default_k: int = 10, default_mode: str = "hybrid
     ]
 
 
+def world_tool_specs(max_k: int = 50, default_k: int = 10, default_mode: str = "hybrid") -> list[dict[str, Any]]:
+    """World mode's tools in OpenAI function-calling format."""
+    base = {s["function"]["name"]: s for s in tool_specs(max_k, default_k, default_mode)}
+    note = json.loads(json.dumps(base["notebook_add"]))
+    note["function"]["description"] += " Tag the entry with the question ids it concerns (optional)."
+    note["function"]["parameters"]["properties"]["question_ids"] = {"type": "array", "items": {"type": "string"}}
+    qid = {"type": "string", "minLength": 1, "description": "a question_id from today's list"}
+    return [
+        base["search"], base["open_article"], note, base["notebook_supersede"],
+        _fn("get_question", "The full question: text, options and its description as of today.",
+            {"question_id": qid}, ["question_id"]),
+        _fn("list_questions", "Show another page of today's question list (pages start at 1).",
+            {"page": {"type": "integer", "minimum": 1}}, ["page"]),
+        _fn("forecast", "Set your standing forecast for one listed question (a mapping option -> probability, "
+            "or a list aligned with its options). It stands, and is scored, until you change it.",
+            {"question_id": qid,
+             "probabilities": base["forecast"]["function"]["parameters"]["properties"]["probabilities"]},
+            ["question_id", "probabilities"]),
+        _fn("next_day", "End today and move the clock to the next day.", {}, []),
+    ]
+
+
 @dataclass
 class ParsedAction:
     """A parsed action: tool name, checked arguments, and the stripped telemetry."""
@@ -134,7 +175,7 @@ def _telemetry(raw: Any) -> dict[str, float | None]:
     return out
 
 
-def parse_action(action: Any, max_chars: int = 100_000) -> ParsedAction:
+def parse_action(action: Any, max_chars: int = 100_000, names: tuple[str, ...] = TOOL_NAMES) -> ParsedAction:
     """Parse any accepted action form into a `ParsedAction` (arguments not yet checked)."""
     if isinstance(action, (bytes, bytearray)):
         try:
@@ -164,9 +205,9 @@ def parse_action(action: Any, max_chars: int = 100_000) -> ParsedAction:
         keys = ", ".join(sorted(str(k) for k in action)[:8])
         raise ActionError(f"the action has no tool name (keys: {keys}); send "
                           '{"tool": "<name>", "args": {...}}')
-    if not isinstance(name, str) or name not in TOOL_NAMES:
+    if not isinstance(name, str) or name not in names:
         shown = name if isinstance(name, str) else type(name).__name__
-        raise ActionError(f"unknown tool {str(shown)[:80]!r}; tools: {', '.join(TOOL_NAMES)}")
+        raise ActionError(f"unknown tool {str(shown)[:80]!r}; tools: {', '.join(names)}")
     if args is None:
         args = {}
     if isinstance(args, str):
@@ -200,16 +241,22 @@ def _str(value: Any, name: str, tool: str, nonempty: bool = True) -> str:
     return value
 
 
-def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: str) -> dict[str, Any]:
-    """Check and complete the arguments of one tool call against its spec."""
+def _str_list(value: Any, name: str, tool: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or any(not isinstance(d, str) for d in value):
+        raise ActionError(f"{tool}: `{name}` must be a list of strings")
+    if len(value) > 100:
+        raise ActionError(f"{tool}: {len(value)} {name}; at most 100")
+    return [d[:64] for d in value]
+
+
+def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: str,
+               world: bool = False) -> dict[str, Any]:
+    """Check and complete the arguments of one tool call against its spec (episode or world mode)."""
     tool, args = parsed.tool, parsed.args
-    allowed = {
-        "search": ("query", "k", "mode"),
-        "open_article": ("doc_id",),
-        "notebook_add": ("claim", "date_observed", "doc_ids"),
-        "notebook_supersede": ("entry_id", "reason"),
-        "forecast": ("probabilities",),
-    }[tool]
+    required, optional = (WORLD_ARGS if world else ARGS)[tool]
+    allowed = required + optional
     extra = [k for k in args if k not in allowed]
     if extra:
         hint = ""
@@ -217,7 +264,7 @@ def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: s
             hint = " The forecast date is set by the environment and cannot be changed."
         raise ActionError(f"{tool}: unknown argument(s) {', '.join(repr(k[:40]) for k in extra[:5])}; "
                           f"allowed: {', '.join(allowed)}.{hint}")
-    missing = [k for k in allowed if k not in args and not (tool == "search" and k in ("k", "mode"))]
+    missing = [k for k in required if k not in args]
     if missing:
         raise ActionError(f"{tool}: missing argument(s) {', '.join(missing)}")
     if tool == "search":
@@ -234,16 +281,21 @@ def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: s
     if tool == "open_article":
         return {"doc_id": _str(args["doc_id"], "doc_id", tool).strip()}
     if tool == "notebook_add":
-        doc_ids = args["doc_ids"]
-        if isinstance(doc_ids, str):
-            doc_ids = [doc_ids]
-        if not isinstance(doc_ids, list) or any(not isinstance(d, str) for d in doc_ids):
-            raise ActionError("notebook_add: `doc_ids` must be a list of strings")
-        if len(doc_ids) > 100:
-            raise ActionError(f"notebook_add: {len(doc_ids)} doc_ids; at most 100")
         date_observed = _str(args["date_observed"], "date_observed", tool, nonempty=False)
-        return {"claim": _str(args["claim"], "claim", tool), "date_observed": date_observed[:64],
-                "doc_ids": [d[:64] for d in doc_ids]}
+        out = {"claim": _str(args["claim"], "claim", tool), "date_observed": date_observed[:64],
+               "doc_ids": _str_list(args["doc_ids"], "doc_ids", tool)}
+        if world:
+            out["question_ids"] = _str_list(args.get("question_ids") or [], "question_ids", tool)
+        return out
+    if tool == "get_question":
+        return {"question_id": _str(args["question_id"], "question_id", tool).strip()[:200]}
+    if tool == "list_questions":
+        page = _int(args["page"], "page", tool)
+        if page < 1:
+            raise ActionError(f"list_questions: `page` must be at least 1, got {page}")
+        return {"page": page}
+    if tool == "next_day":
+        return {}
     if tool == "notebook_supersede":
         return {"entry_id": _int(args["entry_id"], "entry_id", tool),
                 "reason": _str(args["reason"], "reason", tool)}
@@ -255,7 +307,10 @@ def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: s
                           f"aligned with the options, got {type(probs).__name__}")
     if len(probs) > 1000:
         raise ActionError(f"forecast: `probabilities` has {len(probs)} entries")
-    return {"probabilities": dict(probs) if isinstance(probs, Mapping) else probs}
+    out = {"probabilities": dict(probs) if isinstance(probs, Mapping) else probs}
+    if world:
+        out["question_id"] = _str(args["question_id"], "question_id", tool).strip()[:200]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -301,6 +301,7 @@ NOTEBOOK = pa.schema(
         ("created_step", pa.int32()),
         ("status", pa.string()),  # active | superseded
         ("superseded_reason", pa.string()),
+        ("question_ids", STR_LIST),  # world mode: the questions an entry concerns (null in episode mode)
     ]
 )
 

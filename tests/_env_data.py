@@ -62,6 +62,12 @@ def _ts(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
+#: Scheduled ends, first eligible days and cuts of the hand-made events (world mode reads them).
+END_DAYS = {"pm-1": date(2026, 3, 20), "pm-2": date(2026, 3, 18), "pm-3": date(2026, 3, 14), "pm-4": date(2026, 3, 14)}
+T_ALL = {"pm-2": date(2026, 3, 4)}  # its last leg started on March 4: listed from then
+CUTS = {"pm-4": date(2026, 3, 10)}  # outcome known on the 10th: listed to the 12th, unscored from the 10th
+
+
 def write_events(ws: Workspace) -> None:
     events = [
         ("pm-1", "Will the senate pass the budget bill by March 20?", ["Yes", "No"], "binary", "Yes", "eval",
@@ -84,6 +90,9 @@ def write_events(ws: Workspace) -> None:
             "event_id": eid, "source": "polymarket", "slug": eid, "question": q, "description": desc,
             "options": opts, "type": typ, "category": "politics", "tags": [], "t_start": _ts(date(2026, 3, 1)),
             "t_close": _ts(date(2026, 3, 20)), "start_day": date(2026, 3, 1), "close_day": date(2026, 3, 20),
+            # world mode lists a question from max(start_day, t_all) to end_day - 2 and scores it before the cut
+            "t_end": _ts(END_DAYS[eid]), "end_day": END_DAYS[eid], "t_all": T_ALL.get(eid, date(2026, 3, 1)),
+            "cut": CUTS.get(eid), "steps_total": len(dates), "steps_offered": len(dates),
             "label": label, "split": split, "volume": 1000.0,
         })
         for step, (d, offered) in enumerate(dates, start=1):
