@@ -108,10 +108,14 @@ def write_bench_articles(out: Path, events: list[Event], preset: Preset, seed: i
             "t_rule": pa.array(rule, pa.string()),
             "t_pub_rule": pa.array(pub_rule, pa.string()),
             "t_mod_rule": pa.array(mod_rule, pa.string()),
+            "visible_at": pa.array(t, ARTICLES.field("visible_at").type),  # v = t: written with offsets
+            "visible_source": pa.array(source, pa.string()),
+            "visible_moves": pa.nulls(n, ARTICLES.field("visible_moves").type),
             "day": pa.array(t.astype("datetime64[D]"), pa.date32()),
             "lang_score": pa.array(nrng.uniform(0.8, 1.0, n).astype(np.float32)),
             "leak_flag": pa.array(np.zeros(n, dtype=bool)),
             "leak_reason": pa.nulls(n, pa.string()),
+            "market_quote": pa.array(np.zeros(n, dtype=bool)),
             "warc_file": pa.nulls(n, pa.string()),
             "warc_offset": pa.nulls(n, pa.int64()),
         }
@@ -141,6 +145,7 @@ def _event_rows(docs: list, seed: int) -> pa.Table:
             "title": d.title, "summary": d.summary, "body": "\n".join(d.paragraphs),
             "t_pub": t, "t_mod": None, "t_crawl": d.crawl, "t": t, "t_source": "pub",
             "t_rule": "jsonld_datePublished", "t_pub_rule": "jsonld_datePublished", "t_mod_rule": None,
+            "visible_at": t, "visible_source": "pub", "visible_moves": None, "market_quote": False,
             "day": t.date(), "lang_score": 0.95, "leak_flag": False, "leak_reason": None,
             "warc_file": None, "warc_offset": None,
         })

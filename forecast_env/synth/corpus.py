@@ -606,11 +606,13 @@ def truth_of(d: Doc) -> dict:
     if m is None or read_drop:
         t_pub = t_mod = None
         source = rule = None
-        day = None
+        day = day_t = None
     else:
         t_pub, t_mod = m.t_pub, m.t_mod
         source = m.t_source
         rule = m.t_rule
+        t = t_pub if source == "pub" else t_mod if source == "mod" else d.crawl
+        day_t = t.astimezone(UTC).date().isoformat()
         visible_at, visible_source = expected_visibility(m, d.crawl)
         day = visible_at.astimezone(UTC).date().isoformat()
     leak = d.leak and day is not None and (d.leak_day is None or d.leak_day.isoformat() > day)
@@ -632,6 +634,7 @@ def truth_of(d: Doc) -> dict:
         "t_mod_rule": m.t_mod_rule if m and not read_drop else None,
         "visible_at": pg.iso_z(visible_at),
         "visible_source": visible_source,
+        "day_t": day_t,  # UTC day of the assigned t (t_pub, else t_mod, else crawl; no offset: UTC)
         "day": day,  # UTC day of the visibility time under the default rule
         "leak": leak,
         "market_quote": d.market_quote,
