@@ -105,12 +105,6 @@ def _design(m: pl.DataFrame, agents: list[str]) -> tuple[np.ndarray, np.ndarray,
     return x, m["diff"].to_numpy().astype(np.float64), m["weight"].to_numpy().astype(np.float64)
 
 
-def ridge(x: np.ndarray, d: np.ndarray, w: np.ndarray, lam: float) -> np.ndarray:
-    """Weighted ridge solution (skills sum to ~0 through the penalty)."""
-    a = x.T @ (x * w[:, None]) + lam * np.eye(x.shape[1])
-    return np.linalg.solve(a, x.T @ (w * d))
-
-
 @dataclass(frozen=True)
 class _Fit:
     skills: np.ndarray  # (draws, agents)
