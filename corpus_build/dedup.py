@@ -1,4 +1,4 @@
-"""Time-consistent duplicate suppression over the whole corpus (SPEC 2.8).
+"""Time-consistent duplicate suppression over the whole corpus (docs/design.md §2).
 
 Three stages, in order: canonical URL, same normalized title within a window, MinHash-LSH over
 lower-cased word 5-grams. Articles are ordered by visibility time (`visible_at`, docs/design.md

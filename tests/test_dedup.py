@@ -1,4 +1,4 @@
-"""Dedup (SPEC 2.8): URL/title keys, MinHash equal to datasketch, the time-consistent rule."""
+"""Dedup (docs/design.md §2): URL/title keys, MinHash equal to datasketch, the time-consistent rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Content-level leakage screen (SPEC 2.7): past events / update stamps after t flagged, previews not."""
+"""Content-level leakage screen (docs/design.md §2): past events / update stamps after t flagged, previews not."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def test_priority_is_fixed_not_document_order() -> None:
         "meta_name_date",
         "url_date",
     ]
-    # Within meta_name_date, the SPEC's name order (parsely-pub-date before date) wins.
+    # Within meta_name_date, the documented name order (parsely-pub-date before date) wins.
     assert ext.pub_candidates[3] == ("meta_name_date", "2026-01-04")
     ts = assign_timestamps(ext, "https://x.com/2026/01/06/a", None, CRAWL)
     assert (ts.t_rule, ts.day) == ("jsonld_datePublished", date(2026, 1, 6))  # date-only: next UTC day

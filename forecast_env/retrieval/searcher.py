@@ -332,7 +332,7 @@ class Searcher:
 
     def evidence_set(self, queries: list[str], start: date | str, end: date | str,
                      per_query: int | None = None, size: int | None = None) -> list[Hit]:
-        """SPEC 3: per query dense top-n + BM25 top-n in [start, end], fused by RRF; the best `size` docs."""
+        """docs/design.md §3: per query dense top-n + BM25 top-n in [start, end], fused by RRF; the best `size` docs."""
         per_query = int(per_query or self.retrieval["evidence_per_query"])
         size = int(size or self.retrieval["evidence_size"])
         self._check_mode("hybrid", per_query)
