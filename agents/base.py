@@ -23,6 +23,9 @@ from forecast_env.errors import EndpointError, ForecastEnvError
 #: The keys of an observation (docs/design.md §5).
 OBS_KEYS = ("question", "description", "options", "forecast_date", "step", "steps_total", "tool_result",
             "error", "notebook", "budget_left")
+#: The keys of a world-mode observation (docs/design.md §5 "World mode").
+WORLD_OBS_KEYS = ("date", "day", "days_total", "questions", "questions_page", "standing", "tool_result", "error",
+                  "notebook", "budget_left", "message")
 
 
 @runtime_checkable
@@ -59,7 +62,7 @@ def parse_observation(observation: str | Mapping[str, Any], info: Mapping[str, A
             parsed = None
         if isinstance(parsed, dict):
             out.update(parsed)
-    for key in OBS_KEYS:
+    for key in (*OBS_KEYS, *WORLD_OBS_KEYS):
         if info and key in info:
             out[key] = info[key]
     out.setdefault("options", [])

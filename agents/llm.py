@@ -34,6 +34,10 @@ from forecast_env.chat import ChatClient, ChatResult
 from forecast_env.config import load_config
 from forecast_env.errors import ConfigError, EndpointError
 
+WORLD_CORRECTIVE = (
+    "Act through the tools: call `forecast` with a question_id and a probability for each of its options "
+    "to set a standing forecast, or `next_day` to end the day."
+)
 CORRECTIVE = (
     "I could not read a forecast in your reply. Call the `forecast` tool now with a probability for "
     "every offered option, or reply with only a JSON object mapping each of these labels to a "
@@ -89,6 +93,8 @@ class LLMAgent:
         self._awaiting: str | None = None
         self._date: Any = None
         self._options: list[str] = []
+        self._world = False
+        self._question_options: dict[str, list[str]] = {}
         self._corrected = False
         self._interrupted = False
         self._telemetry = _zero_telemetry()
@@ -143,6 +149,10 @@ class LLMAgent:
         obs = parse_observation(observation, info)
         if isinstance(info, Mapping) and info.get("tool_specs"):
             self.tool_specs = list(info["tool_specs"])
+        self._world = "questions" in obs
+        if self._world:  # options per listed question, for reading loose labels in forecast calls
+            self._question_options.update({str(q.get("question_id")): [str(o) for o in q.get("options") or []]
+                                           for q in obs.get("questions") or [] if isinstance(q, Mapping)})
         self._options = [str(o) for o in obs.get("options") or []]
         # a forecast date of an episode, or a day of the world
         day = (obs.get("step"), obs.get("forecast_date") or obs.get("date"))
@@ -160,7 +170,7 @@ class LLMAgent:
             else:
                 self._session.append({"role": "user", "content": text})
         budget = obs.get("budget_left")
-        if isinstance(budget, int) and budget <= 1 and not (self._queue and self._queue[0][1].get("tool") == "forecast"):
+        if not self._world and isinstance(budget, int) and budget <= 1 and not (self._queue and self._queue[0][1].get("tool") == "forecast"):
             self._drop_queue("the call budget of this date is used up")
             self._session[-1]["content"] += "\n[One tool call left for this date: call forecast now.]"
 
@@ -257,6 +267,13 @@ class LLMAgent:
                 self._queue.append((c["id"], self._call_to_action(c["function"]["name"], c["function"]["arguments"])))
             return
         self._session.append(record)
+        if self._world:  # a text reply cannot name a question: ask once, then end the day
+            if not self._corrected:
+                self._corrected = True
+                self._session.append({"role": "user", "content": WORLD_CORRECTIVE})
+            else:
+                self._queue.append((None, {"tool": "next_day", "args": {}}))
+            return
         parsed = parse_forecast(content, self._options)
         if parsed:
             self._queue.append((None, forecast_action(parsed)))
@@ -268,17 +285,29 @@ class LLMAgent:
 
     def _call_to_action(self, name: str, raw_args: str) -> dict:
         args = parse_arguments(raw_args)
+        if name == "forecast" and self._world:
+            if args is None or not isinstance(args.get("question_id"), str):
+                # unreadable or unnamed: the env's error observation tells the model what to send
+                return {"type": "function", "function": {"name": name, "arguments": raw_args}}
+            options = self._question_options.get(args["question_id"], [])
+            action = self._forecast(args.get("probabilities", {}), options)
+            action["args"]["question_id"] = args["question_id"]
+            return action
         if name == "forecast":
             if args is None:
                 parsed = parse_forecast(raw_args, self._options)
                 return forecast_action(parsed) if parsed else forecast_action({})
-            probs = args.get("probabilities", args)
-            if isinstance(probs, str):
-                probs = parse_forecast(probs, self._options) or {}
-            elif isinstance(probs, Mapping) and not all(isinstance(k, str) and k in self._options for k in probs):
-                probs = _from_value(probs, self._options) or probs
-            return forecast_action(probs) if isinstance(probs, (Mapping, list)) else forecast_action({})
+            return self._forecast(args.get("probabilities", args), self._options)
         if args is None:
             # malformed arguments: the env answers with an error observation the model can read
             return {"type": "function", "function": {"name": name, "arguments": raw_args}}
         return {"tool": name, "args": args}
+
+    @staticmethod
+    def _forecast(probs: Any, options: list[str]) -> dict:
+        """The forecast action for what the model sent as probabilities (loose labels read)."""
+        if isinstance(probs, str):
+            probs = parse_forecast(probs, options) or {}
+        elif isinstance(probs, Mapping) and not all(isinstance(k, str) and k in options for k in probs):
+            probs = _from_value(probs, options) or probs
+        return forecast_action(probs) if isinstance(probs, (Mapping, list)) else forecast_action({})

@@ -17,10 +17,6 @@ from typing import Any, Protocol
 
 from forecast_env.agents.base import parse_observation
 
-#: The keys of a world observation (docs/design.md §5).
-WORLD_OBS_KEYS = ("date", "day", "days_total", "questions", "questions_page", "standing", "tool_result", "error",
-                  "notebook", "budget_left", "message")
-
 Plan = Generator[dict, dict, None]
 
 
@@ -31,15 +27,6 @@ class QuestionAgent(Protocol):
     world_refresh: bool
 
     def question_plan(self, view: dict[str, Any]) -> Plan: ...
-
-
-def world_observation(observation: str | Mapping[str, Any], info: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The world observation as a dict; the structured fields of `info` win over the (capped) text."""
-    out = parse_observation(observation, None)
-    for key in WORLD_OBS_KEYS:
-        if info and key in info:
-            out[key] = info[key]
-    return out
 
 
 class WorldPlayer:
@@ -60,7 +47,7 @@ class WorldPlayer:
         return self.act(observation, info)
 
     def act(self, observation: str, info: dict) -> dict:
-        obs = world_observation(observation, info)
+        obs = parse_observation(observation, info)
         if self._plan is not None and obs.get("date") == self._day:
             try:
                 return self._plan.send(obs)

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from chat_server import ChatServer, Status, forecasting_policy, text, tool_call, tool_calls
+from chat_server import ChatServer, Status, forecasting_policy, last_user_or_tool, text, tool_call, tool_calls
 from forecast_env.agents.base import make_agent, run_episode
 from forecast_env.agents.llm import LLMAgent, system_prompt
 from forecast_env.agents.parse import match_label, parse_arguments, parse_forecast
@@ -399,3 +399,36 @@ def test_llm_agent_plays_real_env(hand_ws):
         assert out2["scores"] == [] and len(out2["skipped"]) == steps_total
         forecasts = env.unwrapped.episode_log()["forecasts"]
         assert len(forecasts) == steps_total and all(f["missing"] for f in forecasts)
+
+
+def world_policy(body: dict) -> dict:
+    """A scripted model for world mode: on a day's first turn it forecasts every listed question with a
+    loose label ("yes" for "Yes"), then ends the day."""
+    first = body["messages"][-1]["role"] == "user"
+    obs = last_user_or_tool(body)
+    if first and obs.get("questions"):
+        return tool_calls([("forecast", {"question_id": q["question_id"],
+                                         "probabilities": {o.lower(): 1 / len(q["options"]) for o in q["options"]}})
+                           for q in obs["questions"]])
+    return tool_call("next_day", {})
+
+
+def test_llm_agent_plays_world_mode_one_session_per_day(hand_ws):
+    from forecast_env.envs import ForecastWorldEnv
+
+    env = ForecastWorldEnv(hand_ws, split="eval", end="2026-03-12")
+    with ChatServer([], default=world_policy) as srv:
+        agent = agent_for(srv)
+        out = run_episode(env, agent, seed=0)
+        log = env.unwrapped.episode_log()
+        assert not [c for c in log["tool_calls"] if c["error"]]
+        assert [c["tool"] for c in log["tool_calls"]].count("next_day") == len(env.unwrapped.days)
+        assert log["forecasts"] and all(f["fallback"] is None for f in log["forecasts"])
+        assert out["final_info"]["time_weighted_brier"] is not None
+        # one fresh chat per day: every request holds only that day's messages
+        assert len(agent.sessions) == len(env.unwrapped.days)
+        for req in srv.requests:
+            msgs = req["messages"]
+            assert msgs[0]["role"] == "system" and [m["role"] for m in msgs].count("system") == 1
+            days = {m["content"].split('"date": "')[1][:10] for m in msgs if '"date": "' in (m.get("content") or "")}
+            assert len(days) == 1
