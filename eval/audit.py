@@ -1,0 +1,347 @@
+"""`forecast-env audit`: five checks that the environment leaks nothing but the news (docs/design.md §8).
+
+```python
+from forecast_env.eval.audit import run_audit
+report = run_audit("ws", split="eval")       # -> AuditReport
+report.verdict                               # PASS | FAIL | INCONCLUSIVE
+report.write("ws/audit")                     # audit.md + audit.json with every figure
+```
+
+The checks, each PASS / FAIL / INCONCLUSIVE (too little data to tell; reported, not a failure):
+
+1. `schedule`   - schedule invariants on the stored tables, and the schedule rebuilt with every other
+                  label and with `closedTime` moved earlier (`audit_schedule.py`);
+2. `structure`  - the blind-structure probe (conditional logits, train -> audited split) and the
+                  inclusion-bias report (`audit_structure.py`);
+3. `retrieval`  - random (query, date) probes, BM25 and dense search rebuilt from the articles visible
+                  on sampled days, dedup suppressions pointing back in time (`audit_retrieval.py`);
+4. `text`       - an independent detector of post-date facts and resolutions in what the environment
+                  shows at each scheduled date (`audit_text.py`);
+5. `replay`     - two runs of a scripted agent with one seed give identical episode logs
+                  (`audit_replay.py`).
+
+The audit's overall verdict is FAIL when any check fails, else INCONCLUSIVE when any check is,
+else PASS. The CLI exits 1 on FAIL (naming the failed checks) and 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from forecast_env.errors import ConfigError, WorkspaceError
+from forecast_env.store import Workspace, atomic_write_json, atomic_write_text
+
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+VERDICTS = (PASS, FAIL, INCONCLUSIVE)
+#: The checks in the order they run and are reported.
+CHECKS = ("schedule", "structure", "retrieval", "text", "replay")
+TITLES = {
+    "schedule": "1. Schedule invariants",
+    "structure": "2. Blind structure probe",
+    "retrieval": "3. Retrieval time restriction",
+    "text": "4. Text leakage in what the agent sees",
+    "replay": "5. Replay determinism",
+}
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check: verdict, one-line reason, every figure, failing cases and examples."""
+
+    name: str
+    verdict: str
+    reason: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # which sub-checks failed, with counts
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def title(self) -> str:
+        return TITLES.get(self.name, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, **asdict(self)}
+
+
+@dataclass
+class AuditReport:
+    """Every check's result on one workspace and split."""
+
+    workspace: str
+    split: str
+    checks: list[CheckResult]
+    created: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        verdicts = {c.verdict for c in self.checks}
+        if FAIL in verdicts:
+            return FAIL
+        if INCONCLUSIVE in verdicts:
+            return INCONCLUSIVE
+        return PASS
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if c.verdict == FAIL]
+
+    def check(self, name: str) -> CheckResult:
+        """The result of the check called `name`."""
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(f"no check {name!r} in this audit (ran: {', '.join(c.name for c in self.checks)})")
+
+    def verdict_line(self) -> str:
+        """One line: the overall verdict and each check's, failures named first."""
+        parts = [f"{c.name} {c.verdict}" for c in self.checks]
+        head = f"audit {self.verdict}"
+        if self.failed:
+            head += f" (failed: {', '.join(self.failed)})"
+        return f"{head}: {'; '.join(parts)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workspace": self.workspace, "split": self.split, "created": self.created, "verdict": self.verdict,
+                "failed": self.failed, "settings": self.settings, "checks": [c.to_dict() for c in self.checks]}
+
+    def to_markdown(self) -> str:
+        """The report as Markdown: a summary table, then each check's figures and examples."""
+        lines = [f"# Audit of `{self.workspace}` (split `{self.split}`)", "",
+                 f"**Verdict: {self.verdict}**" + (f" - failed: {', '.join(self.failed)}" if self.failed else ""),
+                 "", "| check | verdict | reason |", "|---|---|---|"]
+        for c in self.checks:
+            mark = f"**{c.verdict}**" if c.verdict != PASS else c.verdict
+            lines.append(f"| {c.title} | {mark} | {_md(c.reason)} |")
+        inconclusive = [c.name for c in self.checks if c.verdict == INCONCLUSIVE]
+        if inconclusive:
+            lines += ["", f"> INCONCLUSIVE ({', '.join(inconclusive)}): too little data to tell; "
+                          "not a failure, but no guarantee either."]
+        for c in self.checks:
+            lines += ["", f"## {c.title}: {c.verdict}", "", _md(c.reason), "", f"({c.seconds:.1f}s)", ""]
+            if c.failures:
+                lines += ["Failed:", *[f"- {_md(f)}" for f in c.failures], ""]
+            lines += _figures_md(c.figures)
+            if c.examples:
+                lines += ["", f"Examples ({len(c.examples)}):", ""]
+                for ex in c.examples[:20]:
+                    lines.append(f"- {_md(json.dumps(ex, default=str, ensure_ascii=False))[:600]}")
+        lines.append("")
+        return "\n".join(lines)
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write `audit.json` and `audit.md` into `out_dir`; returns their paths."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {"json": out / "audit.json", "md": out / "audit.md"}
+        atomic_write_json(paths["json"], self.to_dict())
+        atomic_write_text(paths["md"], self.to_markdown())
+        return paths
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _figures_md(figures: Mapping[str, Any]) -> list[str]:
+    """Scalars as a two-column table; lists of flat dicts as their own tables; the rest as JSON."""
+    scalars = {k: v for k, v in figures.items() if not isinstance(v, (dict, list))}
+    lines: list[str] = []
+    if scalars:
+        lines += ["| figure | value |", "|---|---|"]
+        for k, v in scalars.items():
+            lines.append(f"| {k} | {_fmt(v)} |")
+    for k, v in figures.items():
+        if isinstance(v, list) and v and all(isinstance(r, dict) for r in v):
+            cols = list(dict.fromkeys(c for r in v for c in r))
+            lines += ["", f"{k}:", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            for r in v[:60]:
+                lines.append("| " + " | ".join(_md(_fmt(r.get(c))) for c in cols) + " |")
+            if len(v) > 60:
+                lines.append(f"| ... {len(v) - 60} more rows in audit.json |" + " |" * (len(cols) - 1))
+        elif isinstance(v, (dict, list)):
+            lines += ["", f"{k}: `{_md(json.dumps(v, default=str))[:1500]}`"]
+    return lines
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# settings and shared inputs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Sizes, seeds and thresholds of the checks (defaults: the documented audit rule)."""
+
+    seed: int = 0
+    # query encoder: hybrid text probes and the reader's second search in the env's default mode; off by
+    # default, so that the audit loads no model (dense search is still probed with cached vectors)
+    encoder: bool = False
+    # 1. schedule
+    close_moves: int = 3  # earlier closedTime values tried per event
+    # 2. structure
+    draws: int = 4000
+    margin: float = 0.01
+    max_half_width: float = 0.02
+    l2: float = 1.0
+    # 3. retrieval
+    probes: int = 200  # random (query, date) probes
+    probe_days: int = 6  # days D on which the index is rebuilt from the visible articles
+    queries_per_day: int = 12
+    k: int = 10
+    score_tolerance: float = 1e-4  # relative, between the served and the rebuilt scores
+    # 4. text
+    max_text_share: float = 0.01  # FAIL above this share of scheduled observations
+    open_per_date: int = 3  # articles the scripted reader opens per date
+    # 5. replay
+    replay_events: int = 4
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> AuditSettings:
+        """Settings from a mapping (e.g. `--set` overrides); unknown keys are a ConfigError."""
+        if not values:
+            return cls()
+        known = set(cls.__dataclass_fields__)
+        bad = sorted(set(values) - known)
+        if bad:
+            raise ConfigError(f"audit settings: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
+        out: dict[str, Any] = {}
+        for k, v in values.items():
+            default = getattr(cls(), k)
+            if isinstance(default, bool):
+                text = str(v).strip().lower()
+                if text not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ConfigError(f"audit settings: {k}={v!r} is not true or false")
+                out[k] = text in ("true", "1", "yes")
+                continue
+            try:
+                out[k] = type(default)(v)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"audit settings: {k}={v!r} is not a {type(default).__name__}") from exc
+        return cls(**out)
+
+
+@dataclass
+class AuditInputs:
+    """The workspace tables every check reads, loaded once (polars frames)."""
+
+    workspace: Workspace
+    split: str
+    events: pl.DataFrame  # every kept event (all splits)
+    legs: pl.DataFrame
+    beliefs: pl.DataFrame
+    schedule: pl.DataFrame
+    excluded: pl.DataFrame
+    polymarket: Path | None = None
+    _searcher: Any = None
+
+    @property
+    def split_events(self) -> pl.DataFrame:
+        return self.events if self.split == "all" else self.events.filter(pl.col("split") == self.split)
+
+    def searcher(self) -> Any:
+        """The workspace's Searcher (opened once; WorkspaceError when the index is missing)."""
+        if self._searcher is None:
+            from forecast_env.retrieval import Searcher
+
+            self._searcher = Searcher.open(self.workspace.root)
+        return self._searcher
+
+
+def load_inputs(workspace: str | Path, split: str, polymarket: str | Path | None = None) -> AuditInputs:
+    """Read the events tables of `workspace` (WorkspaceError naming the build step when missing)."""
+    from forecast_env.envs.events import load_events
+
+    ws = Workspace.at(workspace)
+    if not ws.root.is_dir():
+        raise WorkspaceError(f"{ws.root}: no such workspace; build one with `forecast-env corpus build`, "
+                             "`index build` and `events build`")
+    if split not in ("train", "eval", "all"):
+        raise ConfigError(f"audit: split {split!r} is not one of train, eval, all")
+    t = load_events(ws.root)
+    pm = Path(polymarket) if polymarket else None
+    if pm is not None and not (pm / "gamma").is_dir():
+        raise WorkspaceError(f"{pm}: not a Polymarket cache folder (no gamma/); pass the folder given to "
+                             "`forecast-env events build --polymarket`")
+    inputs = AuditInputs(ws, split, t.events, t.legs, t.beliefs, t.schedule, t.excluded, pm)
+    if inputs.split_events.height == 0:
+        raise WorkspaceError(f"{ws.root}: no events in split {split!r} (events in the workspace: "
+                             f"{inputs.events.height}); audit another split with --split")
+    return inputs
+
+
+#: A check: (inputs, settings, progress) -> CheckResult.
+Check = Callable[..., CheckResult]
+
+
+def run_audit(
+    workspace: str | Path,
+    split: str = "eval",
+    *,
+    checks: Sequence[str] | None = None,
+    settings: AuditSettings | Mapping[str, Any] | None = None,
+    polymarket: str | Path | None = None,
+    schedule_builder: Any = None,
+    agent_factory: Callable[[int], Any] | None = None,
+    progress: bool = False,
+) -> AuditReport:
+    """Run the audit's checks on `workspace` (split `eval` by default) and return the report.
+
+    `checks` narrows the run (names in `CHECKS`); `polymarket` (the cache the events were built
+    from) lets the inclusion-bias report label the excluded events and the schedule check recompute
+    `d_known` from raw prices; `schedule_builder` and `agent_factory` replace the build's schedule
+    function and the scripted agent (tests plant leaks through them).
+    """
+    from forecast_env.eval import audit_replay, audit_retrieval, audit_schedule, audit_structure, audit_text
+
+    st = settings if isinstance(settings, AuditSettings) else AuditSettings.from_mapping(settings)
+    wanted = list(checks) if checks else list(CHECKS)
+    unknown = [c for c in wanted if c not in CHECKS]
+    if unknown:
+        raise ConfigError(f"audit: unknown check(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+    inputs = load_inputs(workspace, split, polymarket)
+    runners: dict[str, Callable[[], CheckResult]] = {
+        "schedule": lambda: audit_schedule.check_schedule(inputs, st, builder=schedule_builder),
+        "structure": lambda: audit_structure.check_structure(inputs, st),
+        "retrieval": lambda: audit_retrieval.check_retrieval(inputs, st, progress=progress),
+        "text": lambda: audit_text.check_text(inputs, st, progress=progress),
+        "replay": lambda: audit_replay.check_replay(inputs, st, agent_factory=agent_factory),
+    }
+    results = []
+    for name in CHECKS:
+        if name not in wanted:
+            continue
+        t0 = time.perf_counter()
+        res = runners[name]()
+        res.seconds = round(time.perf_counter() - t0, 3)
+        if res.verdict not in VERDICTS:  # a programming error in a check, not a user error
+            raise ValueError(f"check {name} returned verdict {res.verdict!r}")
+        results.append(res)
+    created = datetime.now(UTC).replace(microsecond=0).isoformat()
+    return AuditReport(str(inputs.workspace.root), split, results, created, asdict(st))
+
+
+def as_day(value: Any) -> date | None:
+    """A `date` from a date, datetime or ISO string (None for null)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
