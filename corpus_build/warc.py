@@ -178,12 +178,20 @@ def _cut_short(record) -> bool:
     return int(getattr(record.raw_stream, "limit", 0) or 0) > 0
 
 
+#: WARC readers: fastwarc (resiliparse's C++ reader, about 4x faster) and warcio; both give the
+#: same items, offsets and file faults (tests/test_warc.py reads every planted case with both).
+BACKENDS = ("fastwarc", "warcio")
+
+
 class WarcReader:
     """Iterate the response records of one WARC file; after iteration, `error` holds a file fault."""
 
-    def __init__(self, path: str | Path, max_payload_bytes: int = 5_000_000) -> None:
+    def __init__(self, path: str | Path, max_payload_bytes: int = 5_000_000, backend: str = "fastwarc") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown WARC reader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         self.path = Path(path)
         self.max_payload_bytes = int(max_payload_bytes)
+        self.backend = backend
         self.error: str | None = None
         self.records_read = 0  # every WARC record read whole, of any type
         self.responses = 0
@@ -197,62 +205,108 @@ class WarcReader:
             return
         with fh:
             try:
-                it = ArchiveIterator(fh, check_digests=False)
-                for record in it:
-                    if not str(record.format).startswith("warc"):
-                        # warcio falls back to the ARC format on bytes that are not WARC
-                        self.error = f"not a WARC record at offset {it.offset}: corrupt or not a WARC file"
-                        return
-                    if record.rec_type != "response":
-                        offset = it.get_record_offset()  # reads the record to its end
-                        if _cut_short(record):
-                            self.error = f"truncated record at offset {offset}"
-                            return
-                        self.skipped_non_response += 1
-                        self.records_read += 1
-                        continue
-                    # get_record_offset() reads the record to its end: read the payload first
-                    item = self._read_response(record, it)
-                    if _cut_short(record):
-                        self.error = f"truncated record at offset {item.offset} ({item.url})"
-                        return
-                    self.records_read += 1
-                    self.responses += 1
-                    yield item
+                if self.backend == "fastwarc":
+                    yield from self._iter_fastwarc(fh)
+                else:
+                    yield from self._iter_warcio(fh)
             except GeneratorExit:
                 raise
             except Exception as exc:
                 self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
                 return
         if self.error is None and self.path.name.endswith(".gz"):
-            # warcio ends quietly when a file is cut after a record's content but inside its member
+            # both readers end quietly when a file is cut after a record's content but inside its member
             self.error = gzip_fault(self.path)
 
-    def _read_response(self, record, it: ArchiveIterator) -> WarcPage | ReadDrop:
-        headers = record.rec_headers
-        url = headers.get_header("WARC-Target-URI")
-        crawl_time = parse_warc_date(headers.get_header("WARC-Date"))
-        record_id = headers.get_header("WARC-Record-ID")
-        payload = record.content_stream().read(self.max_payload_bytes + 1)
+    def _iter_warcio(self, fh) -> Iterator[WarcPage | ReadDrop]:
+        it = ArchiveIterator(fh, check_digests=False)
+        for record in it:
+            if not str(record.format).startswith("warc"):
+                # warcio falls back to the ARC format on bytes that are not WARC
+                self.error = f"not a WARC record at offset {it.offset}: corrupt or not a WARC file"
+                return
+            if record.rec_type != "response":
+                offset = it.get_record_offset()  # reads the record to its end
+                if _cut_short(record):
+                    self.error = f"truncated record at offset {offset}"
+                    return
+                self.skipped_non_response += 1
+                self.records_read += 1
+                continue
+            headers = record.rec_headers
+            payload = record.content_stream().read(self.max_payload_bytes + 1)
+            offset = int(it.get_record_offset())  # reads the record to its end: payload first
+            http = record.http_headers
+            status, content_type, last_modified = 0, None, None
+            if http is not None:
+                try:
+                    status = int(http.get_statuscode() or 0)
+                except (TypeError, ValueError):
+                    status = 0
+                content_type = http.get_header("Content-Type")
+                last_modified = http.get_header("Last-Modified")
+            item = self._item(headers.get_header("WARC-Target-URI"), headers.get_header("WARC-Date"),
+                              headers.get_header("WARC-Record-ID"), offset, status, content_type,
+                              last_modified, payload)
+            if _cut_short(record):
+                self.error = f"truncated record at offset {item.offset} ({item.url})"
+                return
+            self.records_read += 1
+            self.responses += 1
+            yield item
+
+    def _iter_fastwarc(self, fh) -> Iterator[WarcPage | ReadDrop]:
+        from fastwarc.warc import ArchiveIterator as FastIterator
+        from fastwarc.warc import WarcRecordType
+
+        try:
+            for record in FastIterator(fh, record_types=WarcRecordType.any_type, parse_http=False):
+                offset = int(record.stream_pos)
+                if record.record_type != WarcRecordType.response:
+                    if record.reader.consume() < record.content_length:
+                        self.error = f"truncated record at offset {offset}"
+                        return
+                    self.skipped_non_response += 1
+                    self.records_read += 1
+                    continue
+                status, content_type, last_modified = 0, None, None
+                try:
+                    record.parse_http()
+                    http = record.http_headers
+                except Exception:  # not an HTTP response block: read it as a payload without headers
+                    http = None
+                if http is not None:
+                    status = int(http.status_code or 0)
+                    content_type = http.get("Content-Type")
+                    last_modified = http.get("Last-Modified")
+                payload = record.reader.read(self.max_payload_bytes + 1)
+                got = len(payload) + record.reader.consume()
+                headers = record.headers
+                item = self._item(headers.get("WARC-Target-URI"), headers.get("WARC-Date"),
+                                  headers.get("WARC-Record-ID"), offset, status, content_type,
+                                  last_modified, payload)
+                if got < record.content_length:
+                    self.error = f"truncated record at offset {offset} ({item.url})"
+                    return
+                self.records_read += 1
+                self.responses += 1
+                yield item
+        except OSError as exc:  # fastwarc's word for bytes that are not WARC or not gzip
+            self.error = f"not a WARC record after offset {self.records_read} records: {exc}"
+
+    def _item(self, url: str | None, warc_date: str | None, record_id: str | None, offset: int,
+              status: int, content_type: str | None, last_modified: str | None,
+              payload: bytes) -> WarcPage | ReadDrop:
+        """A response record's page, or its drop with the reason."""
+        crawl_time = parse_warc_date(warc_date)
         truncated = len(payload) > self.max_payload_bytes
         payload = payload[: self.max_payload_bytes]
-        offset = int(it.get_record_offset())
 
         def drop(reason: str, detail: str | None = None) -> ReadDrop:
             return ReadDrop(url or None, crawl_time, record_id, offset, reason, detail)
 
         if not url:
             return drop("no_target_uri")
-        http = record.http_headers
-        status = 0
-        content_type = last_modified = None
-        if http is not None:
-            try:
-                status = int(http.get_statuscode() or 0)
-            except (TypeError, ValueError):
-                status = 0
-            content_type = http.get_header("Content-Type")
-            last_modified = http.get_header("Last-Modified")
         if status != 200:
             return drop("http_status", str(status))
         if not payload.strip():
@@ -271,7 +325,8 @@ class WarcReader:
                         charset, truncated)
 
 
-def read_warc(path: str | Path, max_payload_bytes: int = 5_000_000) -> tuple[list[WarcPage | ReadDrop], WarcReader]:
+def read_warc(path: str | Path, max_payload_bytes: int = 5_000_000,
+              backend: str = "fastwarc") -> tuple[list[WarcPage | ReadDrop], WarcReader]:
     """Read a whole WARC file; returns the items and the reader (for its `error` and counts)."""
-    reader = WarcReader(path, max_payload_bytes)
+    reader = WarcReader(path, max_payload_bytes, backend)
     return list(reader), reader
