@@ -116,19 +116,28 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(ctx: dict[str, Any]) -> None:
     """Open the environment once per worker (and agents lazily, once per label)."""
-    key = json.dumps({k: ctx[k] for k in ("workspace", "split", "env_config")}, sort_keys=True, default=str)
+    key = json.dumps({k: ctx.get(k) for k in ("workspace", "split", "env_config", "mode", "world")}, sort_keys=True,
+                     default=str)
     if _WORKER.get("key") == key:
         _WORKER["ctx"] = ctx  # same environment; the run (id, dir, agents, seed) may differ
         return
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ.setdefault(name, "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _WORKER.clear()
+    _WORKER.update(key=key, ctx=ctx, env=_make_env(ctx, ctx.get("searcher")))
+
+
+def _make_env(ctx: dict[str, Any], searcher: Any) -> Any:
+    """The run's environment: `ForecastEnv`, or `ForecastWorldEnv` for a world-mode run."""
+    if ctx.get("mode") == "world":
+        from forecast_env.envs.world_env import ForecastWorldEnv
+
+        return ForecastWorldEnv(ctx["workspace"], split=ctx["split"], start=ctx["world"]["start"],
+                                end=ctx["world"]["end"], config=ctx["env_config"], searcher=searcher)
     from forecast_env.envs.forecast_env import ForecastEnv
 
-    _WORKER.clear()
-    _WORKER.update(key=key, ctx=ctx, agents={},
-                   env=ForecastEnv(ctx["workspace"], split=ctx["split"], config=ctx["env_config"],
-                                   searcher=ctx.get("searcher")))
+    return ForecastEnv(ctx["workspace"], split=ctx["split"], config=ctx["env_config"], searcher=searcher)
 
 
 def _agent(ctx: dict[str, Any], label: str) -> Any:
@@ -136,7 +145,8 @@ def _agent(ctx: dict[str, Any], label: str) -> Any:
     from forecast_env.agents.base import make_agent
 
     name, kwargs = ctx["specs"][label]
-    return make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], split=ctx["split"], **kwargs)
+    return make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], split=ctx["split"],
+                      world=ctx.get("mode") == "world", **kwargs)
 
 
 def _write_part(ctx: dict[str, Any], task: Task, log_: dict[str, Any], messages: Any, seed: int,
@@ -144,7 +154,9 @@ def _write_part(ctx: dict[str, Any], task: Task, log_: dict[str, Any], messages:
     part = {"version": PART_VERSION, "run_id": ctx["run_id"], "agent": task.label, "event_id": task.event_id,
             "rollout": task.rollout, "seed": seed, "seconds": seconds, "forecasts": log_["forecasts"],
             "tool_calls": log_["tool_calls"], "notebook": log_["notebook"], "steps": log_["steps"],
-            "messages": messages}
+            "messages": messages, "mode": log_.get("mode", "episode")}
+    if part["mode"] == "world":  # the per-day and per-question score rows
+        part.update(days=log_["days"], questions=log_["questions"])
     atomic_write_text(part_path(Path(ctx["run_dir"]), task), json.dumps(part, default=str))
     return {"task": asdict(task), "error": None, "n_forecasts": len(log_["forecasts"]), "seconds": seconds}
 
@@ -161,7 +173,7 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
         env = _WORKER["env"]
         agent = _agent(ctx, task.label)
         env.unwrapped.rollout = task.rollout  # reset() keeps it (run_episode passes only the event id)
-        run_episode(env, agent, seed=seed, event_id=task.event_id)
+        run_episode(env, agent, seed=seed, event_id=None if ctx.get("mode") == "world" else task.event_id)
         messages = getattr(agent, "messages", None)
         return _write_part(ctx, task, env.unwrapped.episode_log(), messages, seed, time.perf_counter() - started)
     except Exception as exc:
@@ -188,8 +200,7 @@ def _pool_init(ctx: dict[str, Any]) -> None:
 
 
 async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, bar: Any) -> list[dict]:
-    from forecast_env.agents.base import arun_episode, make_agent
-    from forecast_env.envs.forecast_env import ForecastEnv
+    from forecast_env.agents.base import arun_episode
 
     from forecast_env.retrieval import Searcher
 
@@ -200,7 +211,7 @@ async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, b
         searcher = None  # the env will say what is missing at the first search
     envs: asyncio.Queue = asyncio.Queue()
     for _ in range(max(1, min(concurrency, len(tasks)))):
-        envs.put_nowait(ForecastEnv(ctx["workspace"], split=ctx["split"], config=ctx["env_config"], searcher=searcher))
+        envs.put_nowait(_make_env(ctx, searcher))
     results: list[dict] = []
 
     async def one(task: Task) -> None:
@@ -208,11 +219,10 @@ async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, b
         seed = episode_seed(ctx["seed"], task)
         started = time.perf_counter()
         try:
-            name, kwargs = ctx["specs"][task.label]
-            agent = make_agent(name, workspace=ctx["workspace"], config=ctx["bench_config"], split=ctx["split"],
-                               **kwargs)
+            agent = _agent(ctx, task.label)
             env.unwrapped.rollout = task.rollout
-            await arun_episode(env, agent, seed=seed, event_id=task.event_id)
+            await arun_episode(env, agent, seed=seed,
+                               event_id=None if ctx.get("mode") == "world" else task.event_id)
             res = _write_part(ctx, task, env.unwrapped.episode_log(), getattr(agent, "messages", None), seed,
                               time.perf_counter() - started)
         except Exception as exc:
@@ -277,7 +287,8 @@ def _fingerprint(rec: Mapping[str, Any]) -> str:
     keys = ("split", "seed", "agents", "event_set_hash", "corpus_snapshot_id", "index_manifest_sha256")
     env = dict(rec["config"]["env"])
     bench = {k: v for k, v in rec["config"]["benchmark"].items() if k not in ("workers", "engine", "rollouts", "agents")}
-    return config_hash({**{k: rec.get(k) for k in keys}, "env": env, "bench": bench})
+    world = {"world": rec["world"]} if rec.get("mode") == "world" else {}  # episode runs keep their fingerprint
+    return config_hash({**{k: rec.get(k) for k in keys}, "env": env, "bench": bench, **world})
 
 
 def _resolve_workers(workers: int | None, cfg: Mapping[str, Any]) -> int:
@@ -302,8 +313,14 @@ def run_benchmark(
     progress: bool = True,
     event_ids: Sequence[str] | None = None,
     env_config: Mapping[str, Any] | None = None,
+    mode: str = "episode",
+    world_start: str | None = None,
+    world_end: str | None = None,
 ) -> Path:
     """Run agents x events of `split` x rollouts; returns the run directory `WS/runs/<run_id>/`.
+
+    `mode="world"` plays each agent x rollout through one `ForecastWorldEnv` over the split's calendar
+    (`world_start`/`world_end` narrow it); its rows are scored like episode rows (docs/design.md §5).
 
     Arguments left as None take the benchmark config (`config`, else the packaged defaults).
     Resumable: a rerun with the same `run_id` plays only the episodes not stored yet.
@@ -341,8 +358,20 @@ def run_benchmark(
         fit_split(split)  # refuses before any episode runs: no other split to fit the rates on
 
     ws = Workspace.at(workspace)
-    ids = _event_set(ws.root, split, event_ids)
+    if mode not in ("episode", "world"):
+        raise RunError(f"mode {mode!r} is unknown; use episode or world")
+    world = None
+    if mode == "world":
+        from forecast_env.envs.world import load_world
+
+        w = load_world(ws.root, split, world_start, world_end, event_ids)
+        ids = [q.question_id for q in w.questions]
+        world = {"start": w.start.isoformat(), "end": w.end.isoformat(),
+                 "world_id": f"world-{split}-{w.start.isoformat()}-{w.end.isoformat()}"}
+    else:
+        ids = _event_set(ws.root, split, event_ids)
     rec = run_record(ws, run_id or "", split, ids, specs, rollouts, seed, bench, env_cfg)
+    rec.update(mode=mode, world=world)
     fp = _fingerprint(rec)
     if run_id is None:
         run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + fp[:6]
@@ -358,11 +387,12 @@ def run_benchmark(
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(old, {**rec, "status": "running"})
 
-    tasks = [Task(s.label, e, r) for e in ids for s in specs for r in range(rollouts)]
+    units = [world["world_id"]] if world else ids  # a world run has one episode per agent x rollout
+    tasks = [Task(s.label, e, r) for e in units for s in specs for r in range(rollouts)]
     todo = [t for t in tasks if not part_path(run_dir, t).exists()]
     ctx = {"workspace": str(ws.root), "split": split, "env_config": dict(env_cfg), "bench_config": dict(bench),
            "specs": {s.label: (s.name, dict(s.kwargs)) for s in specs}, "run_id": run_id, "run_dir": str(run_dir),
-           "seed": seed, "asynchronous": sorted(asynchronous)}
+           "seed": seed, "asynchronous": sorted(asynchronous), "mode": mode, "world": world}
     n_workers = _resolve_workers(workers, bench)
     started = time.perf_counter()
     results = _execute(ctx, todo, n_workers, engine, int(bench["llm"]["concurrency"]), progress, len(tasks),
@@ -490,11 +520,12 @@ def consolidate(run_dir: str | Path, workspace: str | Path, run_id: str, event_i
     """Write forecasts/tool_calls/notebook Parquet, trajectories JSONL, events and market tables."""
     run_dir = Path(run_dir)
     wanted = set(event_ids)
-    rows: dict[str, list[dict]] = {"forecasts": [], "tool_calls": [], "notebook": []}
+    rows: dict[str, list[dict]] = {"forecasts": [], "tool_calls": [], "notebook": [], "world_days": [],
+                                   "world_questions": []}
     n = 0
     traj_lines = []
     for part in iter_parts(run_dir):
-        if part["event_id"] not in wanted:
+        if part["event_id"] not in wanted and part.get("mode") != "world":
             continue
         n += 1
         extra = {"run_id": run_id, "agent": part["agent"]}
@@ -504,8 +535,12 @@ def consolidate(run_dir: str | Path, workspace: str | Path, run_id: str, event_i
             rows["tool_calls"].append({**r, **extra})
         for r in part["notebook"]:
             rows["notebook"].append({**r, **extra})
-        scores = [{k: r.get(k) for k in ("step", "forecast_date", "brier", "accuracy", "log_vs_market", "fallback",
-                                         "missing")} for r in part["forecasts"]]
+        world_extra = {**extra, "world_id": part["event_id"], "rollout": part["rollout"]}
+        rows["world_days"] += [{**r, **world_extra, "date": _as_date(r["date"])} for r in part.get("days") or []]
+        rows["world_questions"] += [{**r, **world_extra, **{k: _as_date(r.get(k)) for k in ("first_day", "last_day", "cut")}}
+                                    for r in part.get("questions") or []]
+        scores = [{k: r.get(k) for k in ("event_id", "step", "forecast_date", "brier", "accuracy", "log_vs_market",
+                                         "fallback", "missing")} for r in part["forecasts"]]
         traj_lines.append(json.dumps({"run_id": run_id, "agent": part["agent"], "event_id": part["event_id"],
                                       "rollout": part["rollout"], "seed": part["seed"], "scores": scores,
                                       "steps": part["steps"], "messages": part.get("messages")}, default=str))
@@ -513,6 +548,9 @@ def consolidate(run_dir: str | Path, workspace: str | Path, run_id: str, event_i
                       ("notebook", schema.NOTEBOOK)):
         table = pa.Table.from_pylist(rows[name]) if rows[name] else schema.empty_table(sch)
         atomic_write_table(run_dir / f"{name}.parquet", table, sch)
+    for name, sch in (("world_days", schema.WORLD_DAYS), ("world_questions", schema.WORLD_QUESTIONS)):
+        if rows[name]:  # world-mode runs only
+            atomic_write_table(run_dir / f"{name}.parquet", pa.Table.from_pylist(rows[name]), sch)
     atomic_write_text(run_dir / "trajectories.jsonl", "\n".join(traj_lines) + ("\n" if traj_lines else ""))
     events, market = event_tables(workspace, sorted(wanted))
     atomic_write_table(run_dir / "events.parquet", events.to_arrow())

@@ -305,6 +305,45 @@ NOTEBOOK = pa.schema(
     ]
 )
 
+#: World mode (docs/design.md §5): one row per (agent, rollout, day), `WS/runs/<run_id>/world_days.parquet`.
+WORLD_DAYS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("agent", pa.string()),
+        ("world_id", pa.string()),
+        ("rollout", pa.int32()),
+        ("date", pa.date32()),
+        ("day", pa.int32()),  # 1-based
+        ("listed", pa.int32()),
+        ("standing", pa.int32()),  # listed questions with a standing forecast at the day's end
+        ("scored", pa.int32()),  # (question, date) rows scored that day
+        ("brier", pa.float64()),  # their mean
+        ("n_calls", pa.int32()),
+        ("budget", pa.int32()),
+        ("budget_exhausted", pa.bool_()),
+        ("skipped", pa.string()),  # infrastructure failure that ended the day, else null
+    ]
+)
+
+#: World mode: one row per (agent, rollout, question), `WS/runs/<run_id>/world_questions.parquet`.
+WORLD_QUESTIONS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("agent", pa.string()),
+        ("world_id", pa.string()),
+        ("rollout", pa.int32()),
+        ("event_id", pa.string()),
+        ("first_day", pa.date32()),  # first and last listed day
+        ("last_day", pa.date32()),
+        ("cut", pa.date32()),
+        ("scored", pa.int32()),
+        ("brier", pa.float64()),  # mean over its scheduled dates (as in episode mode)
+        ("eligible_days", pa.int32()),  # listed days before the cut
+        ("days_with_standing", pa.int32()),
+        ("time_weighted_brier", pa.float64()),  # mean over the eligible days of the day's-end forecast
+    ]
+)
+
 
 def empty_table(schema: pa.Schema) -> pa.Table:
     """An empty table with `schema` (for stages that produced nothing)."""

@@ -290,3 +290,30 @@ def test_world_notebook_rows_and_forecasts_fit_the_schemas(ws, searcher):
             assert table.num_rows == len(rows)
             assert not set(rows[0]) - set(sch.names), set(rows[0]) - set(sch.names)
     assert [d["date"] for d in log["days"]] == [date(2026, 3, 1) + timedelta(days=i) for i in range(12)]
+
+
+def test_runner_world_mode_rows_resume_and_cli(ws, tmp_path, capsys):
+    import polars as pl
+    from forecast_env.cli.main import main
+    from forecast_env.eval.runner import run_benchmark
+
+    run_dir = run_benchmark(ws, ["uniform", "base_rate"], split="eval", workers=1, run_id="w1", progress=False,
+                            mode="world", world_end=END)
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["mode"] == "world" and rec["session"] == "per_date" and rec["status"] == "complete"
+    assert rec["event_ids"] == ["pm-1", "pm-4", "pm-2"] and rec["episodes_total"] == 2
+    forecasts = pl.read_parquet(run_dir / "forecasts.parquet")
+    # the same (event, date) rows an episode run scores, for each agent
+    assert forecasts.group_by("agent").len()["len"].to_list() == [7, 7]
+    assert forecasts["fallback"].null_count() == 14
+    days = pl.read_parquet(run_dir / "world_days.parquet")
+    assert days.height == 2 * 22 and set(days["agent"]) == {"uniform", "base_rate"}
+    questions = pl.read_parquet(run_dir / "world_questions.parquet")
+    assert questions.filter(pl.col("event_id") == "pm-4")["eligible_days"].to_list() == [9, 9]
+    again = run_benchmark(ws, ["uniform", "base_rate"], split="eval", workers=1, run_id="w1", progress=False,
+                          mode="world", world_end=END)
+    assert json.loads((again / "run.json").read_text())["episodes_run_now"] == 0
+    code = main(["run", "--workspace", str(ws), "--agents", "uniform", "--mode", "world", "--end", END,
+                 "--workers", "1", "--run-id", "w2", "--no-progress"])
+    assert code == 0 and "run directory" in capsys.readouterr().out
+    assert main(["run", "--workspace", str(ws), "--agents", "uniform", "--end", END, "--no-progress"]) == 2

@@ -22,6 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", default=None, help="engine ray: address of an existing cluster (default: local Ray)")
     p.add_argument("--run-id", default=None, help="name of the run; rerun with the same id to resume")
     p.add_argument("--events", default=None, help="comma-separated event ids (default: every event of the split)")
+    p.add_argument("--mode", default="episode", choices=["episode", "world"],
+                   help="episode: one event per episode; world: every question of the split on one shared clock")
+    p.add_argument("--start", default=None, help="world mode: first day of the calendar (default: the split's)")
+    p.add_argument("--end", default=None, help="world mode: last day of the calendar (default: the split's)")
     p.add_argument("--no-progress", action="store_true")
     add_common(p, ["benchmark", "env"])
     p.set_defaults(func=run_cmd)
@@ -55,9 +59,12 @@ def run_cmd(args: argparse.Namespace) -> int:
     env_cfg = section_config(args, "env")
     agents = [a.strip() for a in args.agents.split(",") if a.strip()] if args.agents else None
     events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
+    if args.mode != "world" and (args.start or args.end):
+        raise RunError("--start/--end narrow a world's calendar: add --mode world")
     run_dir = run_benchmark(args.workspace, agents, split=args.split, rollouts=args.rollouts, seed=args.seed,
                             workers=args.workers, engine=args.engine, run_id=args.run_id, config=bench,
-                            progress=not args.no_progress, event_ids=events, env_config=env_cfg)
+                            progress=not args.no_progress, event_ids=events, env_config=env_cfg, mode=args.mode,
+                            world_start=args.start, world_end=args.end)
     if args.no_progress:  # the runner prints its summary table only with progress on
         import json
 
