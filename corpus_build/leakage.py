@@ -186,6 +186,12 @@ _VENUE_GENERIC = re.compile(
     r"wagering\s+(?:markets?|sites?))\b",
     re.IGNORECASE,
 )
+# Lower-case stems of every venue above: an article holding none of them quotes no market.
+_VENUE_WORDS = ("polymarket", "kalshi", "predictit", "manifold", "metaculus", "betfair", "smarkets", "augur",
+                "insight prediction", "draftkings", "fanduel", "betmgm", "caesars", "william hill", "ladbrokes",
+                "paddy power", "bet365", "oddschecker", "sky bet", "coral", "prediction", "betting",
+                "event contract", "event-contract", "bookmaker", "bookies", "oddsmaker", "sportsbook", "bettors",
+                "punters", "gamblers", "wagering")
 # A probability or odds figure: 70%, 70 percent, 62 cents, 3-1 / 3 to 1 / 5/2, +150, odds-on.
 _ODDS_FIGURE = re.compile(
     r"(?<![\w.$£€])[0-9]{1,3}(?:\.[0-9]+)?\s?(?:%|per\s?cent\b|percent\b)"
@@ -207,6 +213,7 @@ _NOT_ODDS_AFTER = re.compile(
     r"of\s+(?:its|the|their|all)\s+(?:volume|users|traders|bets|trades|revenue|market))\b",
     re.IGNORECASE,
 )
+_DIGIT = re.compile(r"[0-9]")
 _FRAME_GAP = 80  # characters allowed between the frame word and the figure
 
 
@@ -231,8 +238,14 @@ def find_market_quote(body: str | None, title: str | None = None, summary: str |
     themselves (funding, volume, regulation) or about polls has no such sentence.
     """
     text = "\n".join(x for x in (title, summary, body) if x)
+    low = text.lower()
+    if not any(word in low for word in _VENUE_WORDS):
+        return None  # most articles name no venue: substring scans, no regex, no sentence split
     for sentence in _SENT_END.split(text):
-        if not sentence or (not any(ch.isdigit() for ch in sentence) and "odds" not in sentence.lower()):
+        lower = sentence.lower() if sentence else ""
+        if not any(word in lower for word in _VENUE_WORDS):
+            continue
+        if not (_DIGIT.search(sentence) or "odds" in lower):
             continue
         if not (_VENUE_NAMED.search(sentence) or _VENUE_GENERIC.search(sentence)):
             continue
