@@ -188,6 +188,7 @@ def test_against_sample_world_truth(request) -> None:
     lid = LanguageIdentifier()
     filters = build_filters(cfg["quality"])
     mismatches: list[str] = []
+    layouts: dict[str, int] = {}
     checked = 0
     for path in sorted((world / "news").glob("*.warc.gz")):
         with open(path, "rb") as fh:
@@ -224,6 +225,11 @@ def test_against_sample_world_truth(request) -> None:
                 elif exp.get("leak") is not None:
                     got["leak"] = leak
                 checked += 1
+                if exp.get("layout"):
+                    layouts[exp["layout"]] = layouts.get(exp["layout"], 0) + 1
+                if "body" in exp and ext.body != normalize_text(exp["body"]):
+                    mismatches.append(f"{url} body ({exp['layout']} layout): expected {exp['body'][:80]!r}..., "
+                                      f"got {(ext.body or '')[:80]!r}...")
                 for key, value in got.items():
                     if key == "reason" and value in (exp.get("reason_alt") or []):
                         continue
@@ -234,6 +240,9 @@ def test_against_sample_world_truth(request) -> None:
                     ):
                         mismatches.append(f"{url} {key}: expected {exp[key]!r}, got {value!r}")
     assert checked > 0
+    from forecast_env.synth.pages import LAYOUTS
+
+    assert set(layouts) == set(LAYOUTS), layouts  # every real-world layout is exercised
     assert not mismatches, f"{len(mismatches)} mismatches of {checked} pages:\n" + "\n".join(mismatches[:20])
 
 

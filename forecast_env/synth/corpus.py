@@ -645,6 +645,9 @@ def truth_of(d: Doc) -> dict:
     pair = getattr(d, "pair", None)
     if pair is not None:
         out["pair_of"] = pair.url
+    src = d.same_as if d.same_as is not None else d  # a copy carries its original's page
+    if src.raw_payload is None and not read_drop:
+        out.update(pg.layout_truth(src.url, src.paragraphs))
     return out
 
 

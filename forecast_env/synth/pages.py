@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import random
+import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -203,6 +204,49 @@ RELATED = ["Five walks to try this spring", "Readers' letters: the week in revie
            "Listen: the weekly news podcast", "Crossword and puzzles"]
 
 
+#: Page layouts real news sites use (docs/design.md §2, extraction): "classic" (<article> with <p>s),
+#: "div_paragraphs" (paragraphs as BEM-classed <div>s with data attributes), "layout_classes" (the
+#: article inside wrappers whose class names contain boilerplate words: l-sidebar-fixed, has-paywall),
+#: "comments" (no article markup, a reader-comment thread with more paragraph text than the story),
+#: "table" (an old table layout: a navigation cell, the story as loose text split by <br><br>).
+LAYOUTS = ("classic", "div_paragraphs", "layout_classes", "comments", "table")
+_LAYOUT_WEIGHTS = (60, 10, 10, 10, 10)
+COMMENT_LINES = [
+    "I have lived here for thirty years and nobody ever asked us what we think about any of this.",
+    "Thanks for the reporting, but the article leaves out what happened at the last council meeting.",
+    "My neighbour works there and says the real numbers are much worse than anyone admits in public.",
+    "This is exactly what was promised before the last election, and then nothing happened for years.",
+    "Does anyone know whether the new rules apply to small businesses as well or only to the big ones?",
+    "Same story every spring. Wait and see, it will be quietly dropped again before the summer break.",
+    "Good to see some progress at last, even if it comes far too late for most families in our street.",
+    "The comment above is spot on. People should write to their representatives instead of complaining.",
+]
+
+
+def page_layout(url: str, paragraphs: list[str] | None) -> str:
+    """The layout of a page, fixed by its URL (no random draw: the world's other draws stay as they
+    were). Only prose pages (every paragraph >= 8 words) get a non-classic layout: pages of short
+    lines exist to trip the quality filters, and a short text <div> reads as page chrome."""
+    if not paragraphs or any(len(p.split()) < 8 for p in paragraphs):
+        return "classic"
+    k = zlib.crc32(url.encode("utf-8")) % sum(_LAYOUT_WEIGHTS)
+    for layout, w in zip(LAYOUTS, _LAYOUT_WEIGHTS):
+        if k < w:
+            return layout
+        k -= w
+    return LAYOUTS[0]
+
+
+def layout_truth(url: str, paragraphs: list[str] | None) -> dict:
+    """truth.json fields of a rendered page: its layout and, for the non-classic layouts, the body
+    the extractor must return (paragraphs, blank-line separated)."""
+    layout = page_layout(url, paragraphs)
+    out: dict = {"layout": layout}
+    if layout != "classic":
+        out["body"] = "\n\n".join(" ".join(p.split()) for p in paragraphs or [])
+    return out
+
+
 def site_name(host: str) -> str:
     base = host.split(".")[0]
     return base.replace("-", " ").title()
@@ -222,8 +266,10 @@ def render_html(
     lang: str = "en",
     charset: str | None = "utf-8",
     raw_body_html: str | None = None,
+    layout: str | None = None,
 ) -> str:
-    """A realistic news page: cookie banner, nav, byline, <article> with <p>s, related links, footer."""
+    """A realistic news page: cookie banner, nav, byline, the story in one of `LAYOUTS` (default: the
+    URL's `page_layout`), related links, footer. Every layout's body text is the paragraphs."""
     e = html.escape
     head = [f'<meta charset="{charset}">' if charset else "",
             f"<title>{e(title)}</title>",
@@ -256,28 +302,85 @@ def render_html(
     nav = "".join(f'<li><a href="/{n.lower()}">{n}</a></li>' for n in NAV)
     vis = ""
     times = " ".join(t.replace("{vis}", vis) for t in markup.time_tags)
+    layout = layout or page_layout(url, paragraphs)
+    paras = paragraphs or []
     if raw_body_html is not None:
         body_html = raw_body_html
+    elif layout == "div_paragraphs":
+        body_html = "\n".join(
+            f'<div class="article-body__paragraph" data-component="text-block" data-index="{i}">{e(p)}</div>'
+            for i, p in enumerate(paras))
     else:
-        body_html = "\n".join(f"<p>{e(p)}</p>" for p in paragraphs or [])
+        body_html = "\n".join(f"<p>{e(p)}</p>" for p in paras)
     related = "".join(f'<li><a href="/r/{i}">{e(t)}</a></li>'
                       for i, t in enumerate(rng.sample(RELATED, 3)))
     site = e(site_name(host))
+    head_html = chr(10).join(h for h in fixed + movable if h)
+    if layout == "table" and raw_body_html is None:
+        links = "<br>".join(f'<a href="/{n.lower()}">{n} news and more from the region</a>' for n in NAV)
+        story = "<br><br>\n".join(e(p) for p in paras)
+        return f"""<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN">
+<html lang="{lang}">
+<head>
+{head_html}
+</head>
+<body bgcolor="#ffffff">
+<table width="100%" border="0" cellpadding="4"><tr><td colspan="2"><font size="+2"><b>{site}</b></font></td></tr>
+<tr><td width="180" valign="top" bgcolor="#eeeeee"><font size="-1">{links}</font></td>
+<td valign="top"><font face="Arial, Helvetica">
+<h1>{e(title)}</h1>
+<i>By {e(author)}</i> {times}<br><br>
+{story}
+</font></td></tr>
+<tr><td colspan="2"><font size="-2">Copyright {site}. All rights reserved. <a href="/privacy">Privacy Policy</a></font></td></tr>
+</table>
+</body>
+</html>
+"""
+    if layout == "comments" and raw_body_html is None:
+        crng = random.Random(zlib.crc32(url.encode("utf-8")))
+        long_reply = "".join(f"<p>{e(line)}</p>" for line in crng.sample(COMMENT_LINES, 6) * 3)
+        replies = "".join(
+            f'<li class="comment" id="comment-{i}"><div class="comment-author vcard">reader{crng.randrange(1000)}</div>'
+            f'<div class="comment-content">'
+            + (long_reply if i == 1 else f"<p>{e(crng.choice(COMMENT_LINES))}</p>") + "</div></li>"
+            for i in range(4))
+        story = f"""<div class="post-wrap"><div class="post">
+<h1>{e(title)}</h1>
+<div class="byline">By <span class="author">{e(author)}</span> {times}</div>
+{body_html}
+</div>
+<div id="comments" class="comments-area"><h3>{4 + crng.randrange(20)} comments</h3><ol class="commentlist">{replies}</ol></div>
+</div>"""
+    elif layout == "layout_classes" and raw_body_html is None:
+        story = f"""<div class="l-sidebar-fixed l-segment l-article-body-segment"><div class="l-col__main">
+<div class="byline">By <span class="author">{e(author)}</span> {times}</div>
+<article class="has-paywall">
+<h1>{e(title)}</h1>
+<div class="paywall-content article__body">
+{body_html}
+</div>
+</article>
+</div>
+<div class="l-col__sidebar sidebar"><h2>Most read</h2><ul>{related}</ul></div>
+</div>"""
+    else:
+        story = f"""<div class="byline">By <span class="author">{e(author)}</span> {times}</div>
+<article>
+<h1>{e(title)}</h1>
+{body_html}
+</article>
+<aside class="related"><h2>Related stories</h2><ul>{related}</ul></aside>"""
     return f"""<!DOCTYPE html>
 <html lang="{lang}">
 <head>
-{chr(10).join(h for h in fixed + movable if h)}
+{head_html}
 </head>
 <body>
 <div id="cookie-banner" class="cookie-notice"><p>We use cookies to improve your experience. By continuing to browse you agree to our <a href="/privacy">Privacy Policy</a> and <a href="/cookies">Cookie Policy</a>.</p><button type="button">Accept</button></div>
 <header class="site-header"><a class="logo" href="/">{site}</a><nav><ul>{nav}</ul></nav></header>
 <main>
-<div class="byline">By <span class="author">{e(author)}</span> {times}</div>
-<article>
-<h1>{e(title)}</h1>
-{body_html}
-</article>
-<aside class="related"><h2>Related stories</h2><ul>{related}</ul></aside>
+{story}
 </main>
 <footer><p>Copyright {site}. All rights reserved.</p><ul><li><a href="/privacy">Privacy Policy</a></li><li><a href="/terms">Terms of Use</a></li><li><a href="/contact">Contact us</a></li></ul></footer>
 </body>
