@@ -49,8 +49,9 @@ PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "t
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution",)
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 5  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
-# 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure
+PART_VERSION = 6  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
+# 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
+# 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc
 
 _WORKER: dict[str, Any] = {}
 
