@@ -59,7 +59,7 @@ def test_summary_counts(tmp_path):
     assert 200 <= s["articles"] <= 600
     assert 3 <= s["warc_files"] <= 6
     assert 12 <= s["events"] <= 25
-    assert s["seconds"] < 30
+    assert s["phrasing"] == "b"  # odd seed: the held-out bank
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each module in `forecast_env.cli` that defines `register(subparsers)` adds its commands; a command's
 handler is stored as `func` on its parser and receives the parsed arguments. User errors
-(`ForecastEnvError`) print one line and exit 2; `--debug` shows the traceback.
+(`ForecastEnvError`) and bad arguments print one line and exit 2; `--debug` shows the traceback;
+`main(argv)` returns the exit status instead of exiting (docs/design.md §1).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # argparse: --help (0) or a bad argument (2, after printing its usage line)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
