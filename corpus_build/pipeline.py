@@ -106,7 +106,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
     from forecast_env.corpus_build.extract import extract_page, normalize_text
     from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
     from forecast_env.corpus_build.quality import apply_filters
-    from forecast_env.corpus_build.timestamps import assign_timestamps
+    from forecast_env.corpus_build.timestamps import assign_timestamps, check_visibility
 
     cfg = config if config is not None else load_config("corpus")
     tools = _tools(cfg)
@@ -117,7 +117,7 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
     min_score = float(cfg["language"]["min_english_score"])
     ts_cfg = cfg.get("timestamps") or {}
     min_year, max_year = int(ts_cfg.get("min_year", 2010)), int(ts_cfg.get("max_year", 2030))
-    visibility = str(ts_cfg.get("visibility", "conservative"))
+    visibility = check_visibility(str(ts_cfg.get("visibility", "conservative")))  # before any record
     leak_on = bool((cfg.get("leakage") or {}).get("enabled", True))
 
     kept: list[dict] = []

@@ -265,3 +265,16 @@ def test_micro_world_visibility(micro_corpus, micro_truth) -> None:
     rules = report["visibility"]["rules"]
     assert {"naive_time", "date_only", "modified"} <= set(rules) and rules["modified"]["days_max"] >= 2
     assert report["visibility"]["articles_moved"] == sum(n for d, n in report["visibility"]["net_days"].items() if d != "0")
+
+
+def test_unknown_visibility_rule_stops_the_build_instead_of_dropping_records(micro_world) -> None:
+    from forecast_env.corpus_build.pipeline import process_warc
+
+    from forecast_env.config import load_config
+
+    cfg = load_config("corpus")
+    cfg["timestamps"]["visibility"] = "latest"
+    with pytest.raises(ConfigError, match="conservative, crawl, publication"):
+        process_warc(min((micro_world / "news").glob("*.warc.gz")), cfg)
+    with pytest.raises(ConfigError, match="timestamps.visibility"):
+        load_config("corpus", overrides=["timestamps.visibility=latest"])
