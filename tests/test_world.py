@@ -317,3 +317,23 @@ def test_runner_world_mode_rows_resume_and_cli(ws, tmp_path, capsys):
                  "--workers", "1", "--run-id", "w2", "--no-progress"])
     assert code == 0 and "run directory" in capsys.readouterr().out
     assert main(["run", "--workspace", str(ws), "--agents", "uniform", "--end", END, "--no-progress"]) == 2
+
+
+def test_play_world_through_stdin(ws, monkeypatch, capsys):
+    import io
+    import sys
+
+    from forecast_env.cli.main import main
+
+    lines = ["show pm-1", "forecast pm-1 Yes=0.8 No=0.2", "forecast pm-2 0.5 0.5", "search senate budget",
+             "note senate leans yes | 2026-03-01 | doc0000 | pm-1", "notebook", "page 2", "next"]
+    lines += ["next"] * 17
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    code = main(["play", "--workspace", str(ws), "--world", "--end", "2026-03-18"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "=== 2026-03-01  (day 1 of 18; 2 questions listed" in out
+    assert "standing forecast for pm-1: {'Yes': 0.8, 'No': 0.2}" in out
+    assert "no question 'pm-2' is listed today" in out  # pm-2 opens on 4 March
+    assert "senate leans yes (2026-03-01; doc0000)" in out and "page 2 does not exist" in out
+    assert "The world is over" in out and "pm-1  Brier 0.080" in out
