@@ -1,4 +1,4 @@
-"""Stages 2-3 of the corpus builder (SPEC 2.2-2.3): one lxml parse per page, then title, summary,
+"""Stages 2-3 of the corpus builder (docs/design.md §2): one lxml parse per page, then title, summary,
 body text, canonical link and every publication/modification timestamp candidate.
 
 The body comes from `body.article_body` (our fast extractor, which hands the pages it doubts to
@@ -6,7 +6,7 @@ trafilatura's main-content extraction on the same tree, without trafilatura's me
 search: our cascades in `timestamps.py` do that). ``benchmarks/bench_extract.py`` measures speed,
 ``benchmarks/bench_extract_quality.py`` quality on real pages with ground truth.
 
-Timestamp candidates are returned per rule, in the SPEC's cascade priority (never document
+Timestamp candidates are returned per rule, in the cascade priority of docs/design.md §2.timestamps (never document
 order); `timestamps.assign_timestamps` picks the first one that parses within the year range.
 """
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
-
 from forecast_env.corpus_build.body import article_body, block_text, text_of
 
 __all__ = [
@@ -31,7 +30,7 @@ __all__ = [
     "url_date",
 ]
 
-#: Publication cascade (SPEC 2.6), highest priority first.
+#: Publication cascade (docs/design.md §2.timestamps), highest priority first.
 PUB_RULES = (
     "jsonld_datePublished",
     "jsonld_dateCreated",
@@ -42,7 +41,7 @@ PUB_RULES = (
     "time_pubdate",
     "url_date",
 )
-#: Modification cascade (SPEC 2.6), highest priority first (`http_last_modified` is added by
+#: Modification cascade (docs/design.md §2.timestamps), highest priority first (`http_last_modified` is added by
 #: `timestamps.assign_timestamps` from the HTTP header).
 MOD_RULES = (
     "jsonld_dateModified",
@@ -54,7 +53,7 @@ MOD_RULES = (
     "http_last_modified",
 )
 
-# <meta name=...> publication names in SPEC priority order (lower index wins).
+# <meta name=...> publication names in cascade priority order (lower index wins).
 _META_PUB_NAMES = {
     name: i
     for i, group in enumerate(

@@ -1,6 +1,6 @@
 """Reading CC-NEWS WARC files: `response` records with decoded HTML, or a drop with a reason code.
 
-Stage 1 of the corpus builder (SPEC 2.1). Non-response records (warcinfo, request, metadata) are
+Stage 1 of the corpus builder (docs/design.md §2.extraction). Non-response records (warcinfo, request, metadata) are
 skipped silently; each response record becomes either a `WarcPage` (HTML decoded to text) or a
 `ReadDrop` whose reason is one of `schema.CORPUS_REASONS["read"]`. A truncated or corrupt file keeps
 what was read before the fault and reports the fault on the reader (`WarcReader.error`).
@@ -323,10 +323,3 @@ class WarcReader:
             crawl_time = datetime(1970, 1, 1, tzinfo=UTC)
         return WarcPage(url, crawl_time, record_id, offset, status, content_type, last_modified, html,
                         charset, truncated)
-
-
-def read_warc(path: str | Path, max_payload_bytes: int = 5_000_000,
-              backend: str = "fastwarc") -> tuple[list[WarcPage | ReadDrop], WarcReader]:
-    """Read a whole WARC file; returns the items and the reader (for its `error` and counts)."""
-    reader = WarcReader(path, max_payload_bytes, backend)
-    return list(reader), reader

@@ -1,8 +1,10 @@
-"""HTML pages with publication/modification metadata laid out over every rule of the SPEC 2.6 cascades.
+"""HTML pages with publication/modification metadata laid out over every rule of the timestamp cascades (docs/design.md §2.timestamps).
 
 `date_markup` decides which rule should fire and renders it (plus decoys: out-of-range years that
 must be skipped, lower-priority rules with other values, tags in varying document order), and
-returns the truth the corpus builder must reproduce.
+returns the truth the corpus builder must reproduce. `render_html` lays the story out in one of the
+real-world `LAYOUTS` (div paragraphs, boilerplate-named wrappers, comment threads, table layouts);
+`layout_truth` gives the body the extractor must find on each.
 """
 
 from __future__ import annotations
@@ -204,7 +206,7 @@ RELATED = ["Five walks to try this spring", "Readers' letters: the week in revie
            "Listen: the weekly news podcast", "Crossword and puzzles"]
 
 
-#: Page layouts real news sites use (docs/design.md §2, extraction): "classic" (<article> with <p>s),
+#: Page layouts real news sites use (docs/design.md §2.extraction): "classic" (<article> with <p>s),
 #: "div_paragraphs" (paragraphs as BEM-classed <div>s with data attributes), "layout_classes" (the
 #: article inside wrappers whose class names contain boilerplate words: l-sidebar-fixed, has-paywall),
 #: "comments" (no article markup, a reader-comment thread with more paragraph text than the story),
