@@ -147,7 +147,7 @@ class LLMAgent:
 
     def _ingest(self, observation: str, info: dict) -> None:
         obs = parse_observation(observation, info)
-        if isinstance(info, Mapping) and info.get("tool_specs"):
+        if isinstance(info, Mapping) and info.get("tool_specs") and self.cfg.get("tools", True):
             self.tool_specs = list(info["tool_specs"])
         self._world = "questions" in obs
         if self._world:  # options per listed question, for reading loose labels in forecast calls
@@ -160,8 +160,12 @@ class LLMAgent:
         if day != self._date or not self._session:
             self._close_session(text)
             self._date = day
+            opening = self._opening(obs)
+            if not self.cfg.get("tools", True):  # the no-tools ablation: what the model answers from memory
+                opening += (" No tools are available in this run: answer at once with only a JSON object "
+                            "mapping each option to your probability.")
             self._session = [{"role": "system", "content": self.system},
-                             {"role": "user", "content": f"{self._opening(obs)}\n{text}"}]
+                             {"role": "user", "content": f"{opening}\n{text}"}]
             self.sessions.append(self._session)
         else:
             if self._awaiting is not None:

@@ -12,6 +12,7 @@ import html
 import json
 import math
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,30 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
     return out
 
 
+def knowledge_cutoff_warning(meta: Mapping[str, Any]) -> str | None:
+    """A warning when a run's LLM agents were evaluated on events that resolved before the model's knowledge
+    cutoff (`llm.knowledge_cutoff`): such a model may remember the answer, so its score is not a forecast."""
+    bench = (meta.get("config") or {}).get("benchmark") or {}
+    cutoff = (bench.get("llm") or {}).get("knowledge_cutoff")
+    uses_llm = any((a.get("name") if isinstance(a, Mapping) else a) == "llm" for a in meta.get("agents") or [])
+    if not cutoff or not uses_llm or not meta.get("workspace"):
+        return None
+    path = Path(meta["workspace"]) / "events" / "events.parquet"
+    if not path.exists():
+        return f"**Warning**: llm.knowledge_cutoff is {cutoff}, but the events table is missing, so no check was made."
+    ev = pl.read_parquet(path, columns=["event_id", "t_end", "t_close"]).filter(
+        pl.col("event_id").is_in(list(meta.get("event_ids") or [])))
+    day = date.fromisoformat(str(cutoff)[:10])
+    resolved = ev.with_columns(end=pl.min_horizontal(pl.col("t_end"), pl.col("t_close")).dt.date())
+    before = resolved.filter(pl.col("end") <= day).height
+    if not before:
+        return None
+    return (f"**Warning: knowledge cutoff.** {before} of {ev.height} evaluated events resolved on or before the LLM's "
+            f"knowledge cutoff ({day.isoformat()}): the model may remember their outcomes, so its scores on them "
+            "measure memory, not forecasting. Evaluate on events after the cutoff, and compare with the no-tools "
+            "ablation (`--set llm.tools=false`).")
+
+
 def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots: Mapping[str, str]) -> list[Block]:
     pct = f"{round(level * 100)}%"
     run_id = meta.get("run_id", "?")
@@ -170,6 +195,9 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
                    "events weighted equally. Averaging order: each rollout's mean over its scored dates, then the "
                    "mean over the event's rollouts, then over events (a rollout with missing dates still counts "
                    "as one rollout).")))
+    warning = knowledge_cutoff_warning(meta)
+    if warning:
+        b.append(("p", warning))
     b.append(("h2", "Scores"))
     comps = res.get("market_comparisons") or ["log_vs_market"]
     heads = {"log_vs_market": "log vs market (day mean)", "log_vs_market_close": "log vs market (day close)"}
