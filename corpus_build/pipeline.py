@@ -417,8 +417,8 @@ def build_corpus(
               "kept": report["kept"], "dropped": dropped.num_rows, "leak_flags": report["leak_flags"],
               "file_errors": len(file_errors)}
     manifest_files = sorted(ws.articles_dir.glob("*.parquet")) + sorted(ws.dropped_dir.glob("*.parquet")) + [
-        p for p in (ws.corpus_dir / "doc_index.parquet", ws.corpus_dir / "file_errors.parquet",
-                    ws.corpus_dir / "report.json", ws.corpus_dir / "report.md") if p.exists()]
+        p for p in (ws.corpus_dir / "file_errors.parquet", ws.corpus_dir / "report.json", ws.corpus_dir / "report.md")
+        if p.exists()]
     write_manifest(ws.corpus_dir, "corpus", files=manifest_files, config=cfg, extra={
         "snapshot_id": snapshot_id, "inputs": file_ids, "counts": counts, "timings": timings,
         "config_hash_snapshot": snapshot_config_hash(cfg)})
@@ -429,7 +429,6 @@ def build_corpus(
         "timings": timings,
         "written": written,
         "paths": {"workspace": str(ws.root), "articles": str(ws.articles_dir), "dropped": str(ws.dropped_dir),
-                  "doc_index": str(ws.corpus_dir / "doc_index.parquet"),
                   "report": str(ws.corpus_dir / "report.md"), "manifest": str(ws.corpus_dir / "manifest.json")},
     }
 
@@ -462,23 +461,15 @@ def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_e
     df = articles.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("_month")).sort(
         ["day", "doc_id", "warc_file", "warc_offset"])
     months = sorted(df["_month"].unique().to_list()) if df.height else []
-    index_parts = []
     for month in months:
         part = df.filter(pl.col("_month") == month)
         table = conform(part.drop("_month").to_arrow(), schema.ARTICLES)
         if write_if_changed(ws.articles_dir / f"{month}.parquet", table):
             written["articles"].append(month)
-        index_parts.append(pl.DataFrame({"doc_id": part["doc_id"], "month": [month] * part.height,
-                                         "row": list(range(part.height))},
-                                        schema={"doc_id": pl.Utf8, "month": pl.Utf8, "row": pl.Int32}))
     for old in ws.articles_dir.glob("????-??.parquet"):
         if old.stem not in months:
             old.unlink()
             written["removed"].append(old.name)
-
-    doc_index = (pl.concat(index_parts) if index_parts
-                 else pl.DataFrame(schema={"doc_id": pl.Utf8, "month": pl.Utf8, "row": pl.Int32})).sort("doc_id")
-    write_if_changed(ws.corpus_dir / "doc_index.parquet", doc_index.to_arrow().cast(DOC_INDEX))
 
     ddf = pl.from_arrow(dropped)
     stages = [s for s in schema.CORPUS_STAGES]
@@ -493,33 +484,9 @@ def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_e
     return written
 
 
-#: `WS/corpus/doc_index.parquet`: where each kept article lives (month shard + row), sorted by doc_id.
-DOC_INDEX = pa.schema([("doc_id", pa.string()), ("month", pa.string()), ("row", pa.int32())])
-
-
-def lookup_article(workspace: str | Path, doc_id: str) -> dict[str, Any] | None:
-    """Read one article by doc id through the doc index (month shard + row); None if unknown."""
-    ws = Workspace.at(workspace)
-    idx = pl.read_parquet(ws.corpus_dir / "doc_index.parquet").filter(pl.col("doc_id") == doc_id)
-    if idx.height == 0:
-        return None
-    month, row = idx["month"][0], int(idx["row"][0])
-    pf = pq.ParquetFile(ws.articles_dir / f"{month}.parquet")
-    # walk row groups to the one holding `row`
-    offset = 0
-    for g in range(pf.num_row_groups):
-        n = pf.metadata.row_group(g).num_rows
-        if row < offset + n:
-            return pf.read_row_group(g).slice(row - offset, 1).to_pylist()[0]
-        offset += n
-    return None
-
-
 __all__ = [
-    "DOC_INDEX",
     "apply_dedup",
     "build_corpus",
-    "lookup_article",
     "make_doc_id",
     "part_key",
     "process_warc",

@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 from _warc_data import Page, english_body, write_warc
-from forecast_env.corpus_build.pipeline import build_corpus, lookup_article, process_warc
+from forecast_env.corpus_build.pipeline import build_corpus, process_warc
 
 from forecast_env import schema
 
@@ -62,7 +62,7 @@ def full_ws(world: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path
 def _outputs(ws: Path) -> dict[str, bytes]:
     corpus = ws / "corpus"
     files = sorted(corpus.glob("articles/*.parquet")) + sorted(corpus.glob("dropped/*.parquet")) + [
-        corpus / "doc_index.parquet", corpus / "report.json", corpus / "file_errors.parquet"]
+        corpus / "report.json", corpus / "file_errors.parquet"]
     return {p.relative_to(corpus).as_posix(): p.read_bytes() for p in files}
 
 
@@ -83,7 +83,7 @@ def test_funnel_and_store(full_ws: Path) -> None:
     late2 = kept[u(0, "late2")]["doc_id"]
     assert dropped[u(1, "a1")]["dup_of"] == late2 and dropped[u(2, "a2")]["dup_of"] == late2
     assert kept[u(1, "leak")]["leak_flag"] and kept[u(0, "m1")]["leak_flag"] is False
-    # month shards sorted by (day, doc_id), exact schema; doc index points at the right rows
+    # month shards sorted by (day, doc_id), exact schema
     shards = sorted((full_ws / "corpus" / "articles").glob("*.parquet"))
     assert [p.stem for p in shards] == ["2025-03", "2025-04", "2025-05"]
     for shard in shards:
@@ -91,9 +91,6 @@ def test_funnel_and_store(full_ws: Path) -> None:
         assert t.schema.equals(schema.ARTICLES)
         keys = list(zip(t["day"].to_pylist(), t["doc_id"].to_pylist()))
         assert keys == sorted(keys)
-    for url, row in kept.items():
-        assert lookup_article(full_ws, row["doc_id"])["url"] == url
-    assert lookup_article(full_ws, "0" * 16) is None
     report = json.loads((full_ws / "corpus" / "report.json").read_text())
     assert report["records_in"] == 11 and report["kept"] == 5 and report["consistent"]
     assert report["dedup"] == {"dup_canonical_url": 0, "dup_title": 0, "dup_minhash": 2}
