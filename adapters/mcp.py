@@ -33,9 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forecast_env.eval import runner
+
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
-from forecast_env.eval import runner
 from forecast_env.store import Workspace, atomic_write_json, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -275,6 +276,51 @@ def serve_stdio(session: HarnessSession) -> None:
     try:
         anyio.run(main)
     finally:
+        session.close()
+
+
+def serve_unix(session: HarnessSession, path: str | Path,
+               announce: Callable[[str], None] | None = None) -> None:
+    """Serve one client over a Unix socket (newline-delimited JSON-RPC, as on stdio), then record and close.
+
+    The listener accepts exactly one connection and closes: a second client finds no server. This is the
+    transport for sandboxed harnesses: bind the socket's folder into the sandbox and run
+    `adapters/mcp_relay.py` there as the MCP server command (README, "Sandbox a harness").
+    """
+    import socket
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    path = Path(path)
+    if path.exists():
+        raise ForecastEnvError(f"{path} exists; remove it or choose another --socket path")
+    server = build_server(session)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(1)
+        (announce or (lambda line: print(line, file=sys.stderr, flush=True)))(
+            f"forecast-env MCP server on unix socket {path} (one client)")
+        conn, _ = listener.accept()
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+    reader = conn.makefile("r", encoding="utf-8", errors="replace", newline="\n")
+    writer = conn.makefile("w", encoding="utf-8", newline="\n")
+
+    async def main() -> None:
+        async with stdio_server(stdin=anyio.wrap_file(reader), stdout=anyio.wrap_file(writer)) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    finally:
+        for f in (reader, writer, conn):
+            try:
+                f.close()
+            except OSError:
+                pass
         session.close()
 
 

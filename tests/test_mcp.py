@@ -19,7 +19,6 @@ from typing import Any
 
 import polars as pl
 import pytest
-
 from mcp import Client, StdioServerParameters, stdio_client
 
 #: Keys that would carry a score, reward or label: never in a tool result.
@@ -89,8 +88,8 @@ def test_stdio_whole_episode_recorded_as_harness_run(micro_events: Path) -> None
     async def main() -> tuple[set[str], dict, list[dict], dict]:
         async with Client(stdio_client(params)) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
-            first = json.loads(_text(await client.call_tool("observe", {})))
-            seen = await _play_episode(client, steps)
+            seen = [json.loads(_text(await client.call_tool("observe", {})))]
+            seen += await _play_episode(client, steps)
             after = await client.call_tool("observe", {})
             return set(listed), dict(listed["search"].input_schema), seen, {"after": _text(after),
                                                                              "error": after.is_error}
@@ -236,3 +235,86 @@ def test_http_needs_the_token_and_serves_one_session(micro_events: Path) -> None
     rec = json.loads((ws / "runs" / "mcp-http" / "run.json").read_text())
     assert rec["status"] == "complete" and rec["session"] == "harness"
     assert pl.read_parquet(ws / "runs" / "mcp-http" / "forecasts.parquet").height == steps
+
+
+HARNESS = '''
+import asyncio, json, socket, sys
+from pathlib import Path
+from mcp import Client, StdioServerParameters, stdio_client
+
+ws, port, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out = {"workspace_visible": Path(ws).exists()}
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    out["network"] = True
+except OSError:
+    out["network"] = False
+
+async def main():
+    params = StdioServerParameters(command=sys.executable, args=["/relay/mcp_relay.py", "/run/fe/mcp.sock"])
+    async with Client(stdio_client(params)) as client:
+        for _ in range(steps):
+            obs = json.loads((await client.call_tool("observe", {})).content[0].text)
+            await client.call_tool("search", {"query": obs["question"]})
+            await client.call_tool("forecast", {"probabilities": [1.0] * len(obs["options"])})
+        out["played"] = steps
+
+asyncio.run(main())
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.slow
+def test_sandboxed_harness_reaches_only_the_server(micro_events: Path, tmp_path: Path) -> None:
+    """The README's recipe: server outside, harness in bubblewrap with no network and no workspace."""
+    import shutil
+
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    ws = micro_events
+    event_id, steps = _first_event(ws)
+    sock_dir, relay_dir = tmp_path / "sock", tmp_path / "relay"
+    sock_dir.mkdir()
+    relay_dir.mkdir()
+    import forecast_env.adapters.mcp_relay as relay_module
+
+    shutil.copy(relay_module.__file__, relay_dir / "mcp_relay.py")
+    (relay_dir / "harness.py").write_text(HARNESS)
+    sock = sock_dir / "mcp.sock"
+    server = subprocess.Popen([sys.executable, *_server_args(ws, "mcp-sandbox", "--event", event_id, "--transport",
+                                                             "unix", "--socket", str(sock))],
+                              stderr=subprocess.PIPE, text=True, env=_env())
+    outside = socket.socket()
+    outside.bind(("127.0.0.1", 0))
+    outside.listen(1)  # something the harness must not be able to reach
+    try:
+        deadline = time.time() + 180
+        while not sock.exists():
+            assert server.poll() is None, server.stderr.read()
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.2)
+        venv = Path(sys.prefix)
+        base = Path(sys.base_prefix)
+        binds = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--ro-bind", str(base), str(base),
+                 "--ro-bind", str(venv), str(venv), "--ro-bind", str(relay_dir), "/relay",
+                 "--bind", str(sock_dir), "/run/fe"]
+        for lib in ("/lib", "/lib64", "/bin", "/sbin"):
+            if Path(lib).exists():
+                binds += ["--ro-bind", lib, lib]
+        cmd = [bwrap, *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+               "--die-with-parent", "--setenv", "HOME", "/tmp", sys.executable, "/relay/harness.py", str(ws),
+               str(outside.getsockname()[1]), str(steps)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        outside.close()
+        try:
+            server.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    assert result == {"workspace_visible": False, "network": False, "played": steps}
+    rec = json.loads((ws / "runs" / "mcp-sandbox" / "run.json").read_text())
+    assert rec["status"] == "complete"
+    assert pl.read_parquet(ws / "runs" / "mcp-sandbox" / "forecasts.parquet").height == steps

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from forecast_env.eval.release import load_release, score_run
+from forecast_env.eval.runner import run_benchmark
 
 from forecast_env.cli.main import main
 from forecast_env.errors import RunError
-from forecast_env.eval.release import load_release, score_run, write_release
-from forecast_env.eval.runner import run_benchmark
 
 
 @pytest.fixture(scope="module")

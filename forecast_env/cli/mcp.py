@@ -19,7 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--world", action="store_true", help="world mode: every open question on one shared clock")
     p.add_argument("--start", default=None, help="world mode: first day (default: the split's start)")
     p.add_argument("--end", default=None, help="world mode: last day (default: the split's end)")
-    p.add_argument("--transport", default="stdio", choices=["stdio", "http"])
+    p.add_argument("--transport", default="stdio", choices=["stdio", "http", "unix"],
+                   help="stdio (the client starts the server), http (token-gated), or unix (one client on "
+                        "--socket: for sandboxed harnesses, with adapters/mcp_relay.py inside the sandbox)")
+    p.add_argument("--socket", default=None, help="unix: the socket path to listen on")
     p.add_argument("--host", default="127.0.0.1", help="http: interface to bind (default: loopback only)")
     p.add_argument("--port", type=int, default=8765, help="http: port")
     p.add_argument("--token", default=None, help="http: bearer token (default: a random one, printed at start)")
@@ -30,7 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def mcp_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.adapters.mcp import HarnessSession, serve_http, serve_stdio
+    from forecast_env.adapters.mcp import HarnessSession, serve_http, serve_stdio, serve_unix
+    from forecast_env.errors import ForecastEnvError
+
+    if args.transport == "unix" and not args.socket:
+        raise ForecastEnvError("--transport unix needs --socket PATH")
 
     # stdout is the protocol channel under stdio: every log line goes to stderr
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
@@ -43,6 +50,8 @@ def mcp_cmd(args: argparse.Namespace) -> int:
           f"{session.run_dir}", file=sys.stderr, flush=True)
     if args.transport == "stdio":
         serve_stdio(session)
+    elif args.transport == "unix":
+        serve_unix(session, args.socket)
     else:
         serve_http(session, host=args.host, port=args.port, token=args.token)
     return 0
