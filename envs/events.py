@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import polars as pl
 from forecast_env.envs.beliefs import daily_beliefs, daily_trades
 from forecast_env.envs.candidate import Candidate, Excluded, shuffle_options
-from forecast_env.envs.descriptions import description_as_of, find_date
+from forecast_env.envs.descriptions import description_as_of
 from forecast_env.envs.event_tables import (
     EventTables,
     Row,
@@ -56,8 +56,8 @@ from forecast_env.store import Workspace
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
 
-__all__ = ["EventTables", "build_events", "description_as_of", "find_date", "import_questions", "load_events",
-           "resolve_config", "schedule_event"]
+__all__ = ["EventTables", "build_events", "description_as_of", "import_questions", "load_events", "resolve_config",
+           "schedule_event"]
 
 log = logging.getLogger(__name__)
 

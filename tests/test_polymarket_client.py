@@ -21,13 +21,8 @@ from forecast_env.envs.polymarket import (
     PolymarketClient,
     parse_json_string_field,
 )
-from forecast_env.envs.polymarket.client import (
-    HTTPStatusFailure,
-    TokenBucket,
-    merge_history,
-    merge_trades,
-    price_windows,
-)
+from forecast_env.envs.polymarket.client import HTTPStatusFailure, TokenBucket
+from forecast_env.envs.polymarket.responses import merge_history, merge_trades, price_windows
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -7,7 +7,9 @@ calls `add_fetch_command`); it deliberately defines no `register`.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from datetime import date
+from typing import Any
 
 from forecast_env.cli.common import add_common, section_config
 
@@ -68,7 +70,7 @@ def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse
 
 def run_fetch(args: argparse.Namespace) -> int:
     """Handler of `events fetch`: run the download and print its summary."""
-    from forecast_env.envs.polymarket.client import PolymarketClient, format_summary
+    from forecast_env.envs.polymarket.client import PolymarketClient
 
     cfg = section_config(args, "events")
     with PolymarketClient(args.cache, config=cfg) as client:
@@ -80,3 +82,37 @@ def run_fetch(args: argparse.Namespace) -> int:
         )
     print(format_summary(summary))
     return 0
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """A short human-readable report of a `fetch_all` summary."""
+    lines = [
+        (
+            f"events:  {summary['events']} cached, {summary['events_selected']} selected, "
+            f"{summary['events_filtered']} closed before --closed-since, {summary['events_skipped']} malformed"
+        ),
+        f"markets: {summary['markets']} seen, {summary['markets_skipped']} skipped"
+        + (
+            " (" + ", ".join(f"{k}: {v}" for k, v in sorted(summary["skip_reasons"].items())) + ")"
+            if summary["skip_reasons"]
+            else ""
+        ),
+        (
+            f"prices:  {summary['price_series']} series: {summary['prices_fetched']} fetched, "
+            f"{summary['prices_cached']} already cached, {summary['prices_failed']} failed"
+        ),
+        (
+            f"trades:  {summary['trade_histories']} markets: {summary['trades_fetched']} fetched, "
+            f"{summary['trades_cached']} already cached, {summary['trades_failed']} failed, "
+            f"{summary['trades_truncated']} truncated at the API's offset cap"
+        ),
+        f"{summary['requests']} request(s) in {summary['seconds']:.1f}s; cache: {summary['cache_dir']}",
+    ]
+    for failure in summary["failures"]:
+        lines.append(f"  failed {failure['kind']} {failure['id']}: {failure['error']}")
+    failed = summary["prices_failed"] + summary["trades_failed"]
+    if failed:
+        lines.append(
+            f"{failed} item(s) failed (listed in fetch_state.json); rerun the same command to retry them"
+        )
+    return "\n".join(lines)
