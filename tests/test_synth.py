@@ -1,7 +1,7 @@
-"""The sample-world generator: determinism, real formats, and truth that matches the SPEC's rules.
+"""The sample-world generator: determinism, real formats, and truth that matches the design's rules.
 
 The event filters and the timestamp cascades are recomputed here independently from the written
-files (a small second implementation of SPEC sections 2.6 and 4) and compared with truth.json.
+files (a small second implementation of docs/design.md §2.timestamps and §4) and compared with truth.json.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def _parse_ts(s: str) -> datetime:
 
 
 def screen_event(root: Path, ev: dict) -> tuple[str | None, str | None]:
-    """SPEC section 4, recomputed from the cache files."""
+    """docs/design.md §4, recomputed from the cache files."""
     pm = root / "polymarket"
     legs = []
     for m in ev["markets"]:
@@ -454,7 +454,7 @@ def test_timestamp_truth_matches_cascades(micro, truth):
 
 
 def test_quality_truth_on_extracted_text(micro, truth):
-    """Good pages pass the SPEC 2.5 filters; each planted page fails with its recorded reason."""
+    """Good pages pass the quality filters (docs/design.md §2); each planted page fails with its recorded reason."""
     trafilatura = pytest.importorskip("trafilatura")
     for url, t, html, *_ in _pages(micro, truth):
         if t["stage"] == "lang" or t["kind"] == "broken":

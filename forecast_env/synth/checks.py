@@ -1,4 +1,4 @@
-"""A compact reference port of the SPEC 2.5 quality filters, used to validate the sample world.
+"""A compact reference port of the corpus quality filters (docs/design.md §2), used to validate the sample world.
 
 It mirrors datatrove's order and thresholds (Gopher quality -> Gopher repetition -> C4 -> FineWeb)
 closely enough to check that good synthetic articles pass with margin and that each planted page

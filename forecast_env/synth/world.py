@@ -3,7 +3,7 @@
 Each event has a latent outcome and a latent daily probability path that drifts toward it (a
 random walk in logit space pulled toward the truth, sharper late), so both the market price and
 the news carry information. Planted events are built to fail exactly one market-side filter of
-SPEC section 4 (`plant` names which).
+docs/design.md §4 (`plant` names which).
 """
 
 from __future__ import annotations
