@@ -44,6 +44,9 @@ BOILER_WORDS = frozenset({
 })
 #: Parts that mark reader comments: excluded even when they hold most of the text.
 COMMENT_WORDS = frozenset({"comment", "comments", "disqus", "replies", "respond"})
+#: Parts that mark photo galleries and slideshows (a caption per slide, unrelated to the story):
+#: excluded even when they hold most of the text, like comment sections.
+GALLERY_WORDS = frozenset({"gallery", "slideshow", "carousel", "slider", "slides"})
 #: Two-part names that the part split would miss ("most-read", "read-next", "more-stories").
 BOILER_PAIRS = (("most", "read"), ("read", "next"), ("more", "stories"), ("also", "like"))
 _PARTS = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
@@ -96,6 +99,8 @@ def boiler_kind(el, own_block: bool = False) -> str | None:
     # "commentlist", "comments-area", "comment_body" (not "commentary": opinion columns)
     if words & COMMENT_WORDS or any(w.startswith("comment") and not w.startswith("commenta") for w in words):
         return "comment"
+    if words & GALLERY_WORDS:
+        return "gallery"
     if words & BOILER_WORDS:
         return "name"
     for a, b in BOILER_PAIRS:

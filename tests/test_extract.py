@@ -401,3 +401,22 @@ def test_comment_section_is_not_the_body(comments: str) -> None:
     body = extract_page(html, "https://example.com/d").body
     assert _paragraphs_in(body) == len(STORY), body
     assert "Reply number" not in body
+
+
+def test_gallery_inside_the_article_is_not_the_body() -> None:
+    # A 30-slide gallery embedded in the story holds more text than the story: still not body.
+    slides = "".join(
+        f"<li><h2>{i}/30 Another headline</h2><p>Slide caption number {i} describes a photograph "
+        "of something that happened somewhere else entirely, months ago.</p><p class='credits'>Getty</p></li>"
+        for i in range(30)
+    )
+    html = (  # paragraphs of two sentences: a body long enough to be trusted without a second opinion
+        "<html><body><article><div class='text-wrapper'>"
+        + "".join(f"<p>{s} {s}</p>" for s in STORY[:3])
+        + f"<div class='widget-wrapper type-gallery'><div class='full-gallery'><ul class='legends'>{slides}</ul></div></div>"
+        + "".join(f"<p>{s} {s}</p>" for s in STORY[3:])
+        + "</div></article></body></html>"
+    )
+    body = extract_page(html, "https://example.com/e").body
+    assert _paragraphs_in(body) == len(STORY), body
+    assert "Slide caption" not in body
