@@ -18,6 +18,8 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
+from forecast_env.errors import ConfigError
+
 #: Content types accepted as HTML.
 HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml+html")
 #: Content types that say nothing reliable: the payload is sniffed instead.
@@ -188,7 +190,8 @@ class WarcReader:
 
     def __init__(self, path: str | Path, max_payload_bytes: int = 5_000_000, backend: str = "fastwarc") -> None:
         if backend not in BACKENDS:
-            raise ValueError(f"unknown WARC reader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+            raise ConfigError(f"WARC reader backend {backend!r} is not known (reading {path}); "
+                              f"choose one of {', '.join(BACKENDS)}")
         self.path = Path(path)
         self.max_payload_bytes = int(max_payload_bytes)
         self.backend = backend

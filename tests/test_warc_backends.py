@@ -145,5 +145,7 @@ def test_backends_agree_on_the_sample_world(micro_world: Path) -> None:
 
 
 def test_unknown_backend_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="fastwarc"):
+    from forecast_env.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fastwarc"):
         WarcReader(tmp_path / "x.warc.gz", backend="nope")
