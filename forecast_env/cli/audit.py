@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--audit-set", dest="audit_overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change one audit setting, e.g. --audit-set probes=500 (see AuditSettings)")
     p.add_argument("--no-progress", action="store_true")
-    add_common(p)
+    add_common(p, ())  # reads no config section: its settings come through --audit-set
     p.set_defaults(func=audit_cmd)
 
 

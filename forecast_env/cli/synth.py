@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from forecast_env.cli.common import add_common
+from forecast_env.synth import PRESETS
 from forecast_env.synth.phrasing import BANK_NAMES
 
 
@@ -18,9 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "would consume real data (same seed -> byte-identical files).",
     )
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--preset", default="micro", choices=["micro", "tiny", "small", "bench"],
-                   help="size: micro (~hundreds of articles, tests), tiny (~3k, demo), small (~20k), "
-                   "bench (1M; writes the article store directly)")
+    p.add_argument("--preset", default="micro", choices=list(PRESETS),
+                   help="size: micro (~hundreds of articles, tests), gate (34 events, ~550 articles: the "
+                   "acceptance test), tiny (~3k, demo), small (~20k), bench (1M; writes the article store directly)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--phrasing", default=None, choices=BANK_NAMES,
