@@ -191,9 +191,14 @@ def _yes_index(outcomes: list[str]) -> int:
     return low.index("yes") if "yes" in low else 0
 
 
+def _tag_list(ev: Mapping[str, Any]) -> list[Any]:
+    tags = ev.get("tags")
+    return tags if isinstance(tags, list) else []  # tags are decoration: anything else reads as none
+
+
 def _tags(ev: Mapping[str, Any]) -> list[str]:
     out = []
-    for t in ev.get("tags") or []:
+    for t in _tag_list(ev):
         if isinstance(t, Mapping):
             label = t.get("label") or t.get("slug")
             if label:
@@ -205,7 +210,7 @@ def _tags(ev: Mapping[str, Any]) -> list[str]:
 
 def _category(ev: Mapping[str, Any]) -> str | None:
     """The first tag's slug (lower-case and stable), else its label."""
-    for t in ev.get("tags") or []:
+    for t in _tag_list(ev):
         if isinstance(t, Mapping) and (t.get("slug") or t.get("label")):
             return str(t.get("slug") or t.get("label"))
         if isinstance(t, str) and t:

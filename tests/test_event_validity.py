@@ -5,14 +5,25 @@ augmented bundles with renamed placeholders and an "Other" leg, and the option o
 
 from __future__ import annotations
 
+import copy
 import json
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import polars as pl
-from forecast_env.envs.candidate import option_seed
+import pyarrow as pa
+import pytest
+from forecast_env.envs.candidate import Excluded, option_seed, shuffle_options
+from forecast_env.envs.event_tables import event_row
 from forecast_env.envs.events import build_events, load_events
+from forecast_env.envs.gamma import construct_event
+from forecast_env.envs.polymarket import PolymarketCache
 from hand_cache import MARKET_ONLY, HandCache, iso, wiggle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forecast_env import schema
 
 S = datetime(2025, 7, 1, 8, tzinfo=UTC)
 
@@ -179,3 +190,46 @@ def test_option_order_is_a_deterministic_shuffle_seeded_by_the_event_id(tmp_path
     assert t1.events["options"].to_list() == t2.events["options"].to_list()
     assert any(o != ["O0", "O1", "O2", "O3"] for o in orders.values())
     assert len({tuple(o) for o in orders.values()}) > 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile Gamma fields: an exclusion with a reason, never a crash (and no catch-all hiding bugs)
+# ---------------------------------------------------------------------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True)
+                     | st.text(max_size=12), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c,
+                                                                                               max_size=3), max_leaves=6)
+_EVENT_KEYS = ("id", "title", "description", "slug", "tags", "volume", "enableNegRisk", "negRiskAugmented", "markets",
+               "startDate", "endDate", "category")
+_MARKET_KEYS = ("id", "conditionId", "question", "groupItemTitle", "negRisk", "negRiskOther", "startDate", "endDate",
+                "closedTime", "outcomes", "outcomePrices", "clobTokenIds", "description")
+
+
+@pytest.fixture(scope="module")
+def hostile_base(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    h = _bundle("Avery")
+    h.write(root / "pm")
+    return h.events[0], PolymarketCache(root / "pm")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_hostile_fields_are_excluded_with_a_reason(hostile_base, data):
+    base, cache = hostile_base
+    ev = copy.deepcopy(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        if data.draw(st.booleans()):
+            ev[data.draw(st.sampled_from(_EVENT_KEYS))] = data.draw(_JSON)
+        elif isinstance(ev.get("markets"), list) and ev["markets"]:
+            m = ev["markets"][data.draw(st.integers(0, len(ev["markets"]) - 1))]
+            if isinstance(m, dict):
+                m[data.draw(st.sampled_from(_MARKET_KEYS))] = data.draw(_JSON)
+    try:
+        cand = construct_event(ev, cache, {"yes_threshold": 0.99, "no_threshold": 0.01}, Counter(), Counter())
+    except Excluded as exc:
+        assert exc.reason in schema.EVENT_REASONS[exc.stage]
+        return
+    # what passes must make a valid table row
+    assert cand.t_start <= cand.t_close and cand.legs and cand.label in cand.options
+    pa.Table.from_pylist([event_row(shuffle_options(cand))], schema=schema.EVENTS)
