@@ -1,4 +1,4 @@
-"""Daily market beliefs and daily trade activity per event leg (SPEC section 4, "Daily market belief").
+"""Daily market beliefs and daily trade activity per event leg (docs/design.md §4 "Daily market belief").
 
 Inputs are long tables of raw observations (one row per CLOB price point or per trade); outputs are
 the `BELIEFS` and `TRADES_DAILY` tables. Everything is vectorized with polars.

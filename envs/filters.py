@@ -1,4 +1,4 @@
-"""Market-side filters (SPEC section 4): span, activity (faithful days) and learning signal.
+"""Market-side filters (docs/design.md §4): span, activity (faithful days) and learning signal.
 
 Each check returns keep, or drop with a named stage and reason (codes in `schema.EVENT_REASONS`),
 plus the measured values, which are stored on the event row (rho, max_unfaithful_run, mid_share,
@@ -23,7 +23,7 @@ class FilterOutcome:
     stage: str | None = None
     reason: str | None = None
     detail: str | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)  # span_days, rho, max_unfaithful_run, ...
 
 
 @dataclass
@@ -53,7 +53,7 @@ def longest_run(flags: np.ndarray) -> int:
 
 @dataclass
 class MarketFilters:
-    """The three market-side filters with their thresholds (defaults: SPEC section 4)."""
+    """The three market-side filters with their thresholds (defaults: docs/design.md §4)."""
 
     min_span_days: int = 8
     binary_min_trades: int = 3
@@ -87,7 +87,7 @@ class MarketFilters:
     def check(self, ev: EventSeries) -> FilterOutcome:
         """Apply span, then activity, then signal; stop at the first failure."""
         span = (ev.close_day - ev.start_day).days + 1
-        metrics: dict[str, Any] = {"span_days": span}
+        metrics: dict[str, float] = {"span_days": span}
         if span < self.min_span_days:
             return FilterOutcome(False, "span", "too_short", f"span {span} days < {self.min_span_days}", metrics)
 

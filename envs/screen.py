@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from forecast_env.envs.descriptions import find_date
 
@@ -42,7 +42,7 @@ EVENT_VIEW_KEYS = ("question", "description", "options", "tau_star")
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "be", "been", "was", "were", "will", "would", "shall", "should", "can", "could", "may", "might", "must", "do", "does", "did", "this", "that", "these", "those", "it", "its", "than", "then", "there", "their", "they", "them", "he", "she", "his", "her", "who", "whom", "which", "what", "when", "where", "why", "how", "any", "all", "each", "other", "another", "more", "most", "less", "least", "into", "over", "under", "before", "after", "between", "during", "until", "about", "above", "below", "up", "down", "out", "off", "again", "further", "once", "not", "no", "yes", "if", "so", "such", "only", "own", "same", "too", "very", "just", "also", "we", "you", "your", "our", "us", "i", "me", "my", "vs", "via", "per", "new", "next", "first", "last", "end", "ends", "ending", "happen", "happens", "occur", "occurs", "reach", "reaches", "hit", "hits", "get", "gets", "have", "has", "having", "one", "two", "three", "2020", "2021", "2022", "2023", "2024", "2025", "2026", "2027", "2028", "2029", "2030", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "week", "month", "year", "day", "today", "tomorrow", "market", "markets", "question", "resolve", "resolves", "resolution", "resolved", "source", "sources", "according", "official", "officially", "announce", "announced"]
 )
-#: Outcome words a query must never contain (SPEC: forbidden to search for the outcome).
+#: Outcome words a query must never contain (docs/design.md §4: never search for the outcome).
 FORBIDDEN_QUERY_WORDS = frozenset(
     ["won", "win", "wins", "winner", "winners", "result", "results", "resolved", "resolves", "outcome", "outcomes", "defeated", "elected", "final", "victory", "victorious", "concedes", "conceded", "clinched", "announced", "declared"]
 )
@@ -70,19 +70,28 @@ class Verdict:
     reasons: str
 
 
+class EventView(TypedDict):
+    """The only information about an event a judge or decomposer receives (`EVENT_VIEW_KEYS`)."""
+
+    question: str
+    description: str
+    options: list[str]
+    tau_star: str  # ISO date
+
+
 class Judge(Protocol):
     """Anything that judges an event view against its evidence set."""
 
     name: str
 
-    def judge(self, event_view: Mapping[str, Any], evidence: list[dict]) -> Verdict: ...
+    def judge(self, event_view: EventView, evidence: list[dict]) -> Verdict: ...
 
 
 #: Turns an event view into predictive and background queries (`decompose_offline`, `LLMDecomposer`).
-Decomposer = Callable[[Mapping[str, Any]], "Decomposition"]
+Decomposer = Callable[["EventView"], "Decomposition"]
 
 
-def make_event_view(question: str, description: str, options: Sequence[str], tau_star: date) -> dict[str, Any]:
+def make_event_view(question: str, description: str, options: Sequence[str], tau_star: date) -> EventView:
     """The only information about an event a judge or decomposer receives."""
     return {"question": question, "description": description, "options": list(options),
             "tau_star": tau_star.isoformat()}
@@ -154,7 +163,7 @@ def _fit(queries: list[str], extra: list[str], lo: int, hi: int) -> list[str]:
     return out[:hi]
 
 
-def decompose_offline(view: Mapping[str, Any], min_queries: int = 4, max_queries: int = 7) -> Decomposition:
+def decompose_offline(view: EventView, min_queries: int = 4, max_queries: int = 7) -> Decomposition:
     """Deterministic queries from the question, the option names and the description's key terms."""
     question = str(view["question"])
     terms = key_terms(question)
@@ -278,7 +287,7 @@ class LLMDecomposer:
     def __init__(self, client: ChatClient, min_queries: int = 4, max_queries: int = 7) -> None:
         self.client, self.min_queries, self.max_queries = client, min_queries, max_queries
 
-    def __call__(self, view: Mapping[str, Any]) -> Decomposition:
+    def __call__(self, view: EventView) -> Decomposition:
         obj = self.client.complete_json(load_prompt("decompose"), json.dumps(dict(view), ensure_ascii=False))
         fallback = decompose_offline(view, self.min_queries, self.max_queries)
         pred = [str(q) for q in obj.get("predictive", []) if isinstance(q, str)]
@@ -297,7 +306,7 @@ class LLMJudge:
         self.max_doc_chars = max_doc_chars
         self.name = f"llm:{client.model}"
 
-    def judge(self, event_view: Mapping[str, Any], evidence: list[dict]) -> Verdict:
+    def judge(self, event_view: EventView, evidence: list[dict]) -> Verdict:
         docs = [{"doc_id": e.get("doc_id"), "day": str(e.get("day")), "title": e.get("title"),
                  "text": (e.get("text") or e.get("summary") or "")[: self.max_doc_chars]} for e in evidence]
         user = json.dumps({"event": dict(event_view), "evidence": docs}, ensure_ascii=False)
@@ -347,7 +356,7 @@ class OfflineJudge:
                    min_option_coverage=float(off["min_option_coverage"]),
                    min_score=float(off["min_score"]), min_term_hits=int(off.get("min_term_hits", 2)))
 
-    def judge(self, event_view: Mapping[str, Any], evidence: list[dict]) -> Verdict:
+    def judge(self, event_view: EventView, evidence: list[dict]) -> Verdict:
         tau = date.fromisoformat(str(event_view["tau_star"]))
         terms = [t.lower() for t in key_terms(str(event_view["question"]))]
         opts = named_options(event_view["options"])
@@ -440,7 +449,7 @@ def collect_evidence(searcher: Searcher, queries: list[str], start: date, end: d
 
 def screen_event(
     event_id: str,
-    view: dict[str, Any],
+    view: EventView,
     searcher: Searcher | None,
     judge: Judge,
     decompose: Decomposer,

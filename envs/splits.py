@@ -1,4 +1,4 @@
-"""Train/eval splits by complete tradeable lifetime (SPEC section 4, "Splits").
+"""Train/eval splits by complete tradeable lifetime (docs/design.md §4 "Splits").
 
 An event is in `train` iff `t_start >= train.start` and `t_close < train.end`; in `eval` iff
 `t_start >= eval.start` and `t_close < eval.end`. Comparisons are on timestamps (boundaries are
