@@ -78,3 +78,19 @@ def test_cli_import(tmp_path, capsys):
     rc = cli_main(["events", "import", "--questions", str(f), "--workspace", str(tmp_path / "ws"), "--no-progress",
                    "--set", "screen.enabled=false", "--set", "schedule.require_index=false"])
     assert rc == 0 and "kept: 1" in capsys.readouterr().out
+
+
+def test_imported_question_d_known_only_from_daily_probabilities(tmp_path):
+    """close_date is both t_end and t_close; d_known comes from the daily probabilities when given."""
+    from datetime import date, timedelta
+
+    probs = {(date(2026, 3, 5) + timedelta(days=i)).isoformat(): {"No": 0.5 if i < 15 else 0.98} for i in range(25)}
+    f = _write(tmp_path / "q.jsonl", [{**GOOD, "daily_probabilities": probs}, {**GOOD, "id": "plain",
+                                                                               "daily_probabilities": None}])
+    import_questions(f, tmp_path / "ws", config=MARKET_ONLY, progress=False)
+    ev = {r["event_id"]: r for r in load_events(tmp_path / "ws").events.iter_rows(named=True)}
+    known, plain = ev["q-a1"], ev["q-plain"]
+    assert known["d_known"] == date(2026, 3, 20) and known["cut_by"] == "d_known"
+    assert (known["steps_total"], known["steps_offered"]) == (4, 2)  # bins of 6 days from 03-05; the third ends 03-22
+    assert plain["d_known"] is None and plain["cut"] == date(2026, 3, 29) and plain["steps_offered"] == 4
+    assert known["end_day"] == known["close_day"] == date(2026, 3, 30)
