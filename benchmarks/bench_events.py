@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from forecast_env.envs.beliefs import daily_beliefs
 from forecast_env.envs.events import build_events
+from forecast_env.envs.schedule import known_day
 
 
 def python_beliefs(rows, options):
@@ -84,6 +85,28 @@ def main() -> None:
     print(f"daily_beliefs polars: {t_pl:.2f}s ({obs.height / t_pl / 1e6:.1f}M obs/s); "
           f"python loop: {t_py:.2f}s; speed-up x{t_py / t_pl:.1f}; rows {len(ref):,}")
 
+    # d_known (docs/design.md §4): the build's pure per-leg function vs a polars group-by (the alternative)
+    th = 0.97
+    legs_obs = {}
+    for (eid, k), grp in obs.sort("t").group_by(["event_id", "option_index"], maintain_order=True):
+        legs_obs.setdefault(eid, []).append(list(zip(grp["t"].to_list(), grp["p"].to_list())))
+    s = time.perf_counter()
+    py_known = {eid: known_day(series, th) for eid, series in legs_obs.items()}
+    t_known_py = time.perf_counter() - s
+    s = time.perf_counter()
+    runs = (
+        obs.sort("t").with_columns((pl.col("p") < th).cum_sum().over("event_id", "option_index").alias("n_below"),
+                                   (pl.col("p") < th).sum().over("event_id", "option_index").alias("total_below"))
+        .filter((pl.col("n_below") == pl.col("total_below")) & (pl.col("p") >= th))  # the final run >= th
+        .group_by("event_id").agg(pl.col("t").min())
+    )
+    pl_known = dict(zip(runs["event_id"].to_list(), runs["t"].to_list()))
+    t_known_pl = time.perf_counter() - s
+    assert {e: d for e, d in py_known.items() if d is not None} == {
+        e: datetime.fromtimestamp(t, UTC).date() for e, t in pl_known.items()}
+    print(f"d_known over {obs.height:,} observations: per-leg Python (the build's) {t_known_py:.2f}s; "
+          f"polars window {t_known_pl:.2f}s")
+
     from hand_cache import MARKET_ONLY, HandCache, wiggle
 
     h = HandCache()
@@ -104,6 +127,7 @@ def main() -> None:
     print(f"build_events (market side, {args.build_events} events, 30 days): {t_build:.2f}s "
           f"({args.build_events / t_build:.0f} events/s); kept {summary['kept']}")
     print(json.dumps({"obs": obs.height, "beliefs_polars_s": round(t_pl, 3), "beliefs_python_s": round(t_py, 3),
+                      "d_known_python_s": round(t_known_py, 3), "d_known_polars_s": round(t_known_pl, 3),
                       "build_events": args.build_events, "build_s": round(t_build, 3)}))
 
 
