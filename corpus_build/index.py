@@ -1,21 +1,26 @@
-"""Build the search indices of a workspace (SPEC 2.10, 3): dense month shards, BM25, text copies.
+"""Build the search indices of a workspace (docs/design.md §2.10, §3): dense month shards, BM25, text copies.
 
-Per month (rebuilt only when the article shard's sha256 or the embedding config changed):
-    WS/index/text/YYYY-MM.arrow    uncompressed Arrow IPC copy of the month (memory-mapped row reads)
-    WS/index/dense/YYYY-MM.faiss   exact inner-product index, rows = article order
-    WS/index/bm25/YYYY-MM/         the month's postings (tokenization is the costly part)
-Global (rebuilt whenever any month changed; a merge of month files, cheap next to embedding):
-    WS/index/bm25/*.npy            postings with global rows, for as-of-date statistics
-    WS/index/rows/*.npy            day and leak flag per global row, doc id -> row lookup
-    WS/index/manifest.json         months, model, dim, config hash, corpus snapshot id, checksums
+The files and their meaning are the public contract in `forecast_env.retrieval.layout`. Per month
+(redone only when the article shard's sha256 or the embedding identity changed; a finished month
+leaves a marker `WS/index/months/YYYY-MM.json`, so a killed build resumes per month):
+    text copy, BM25 month postings, exact dense shard (one embedding pass over the month).
+Months served approximately (`index.ann_min_rows`, see `forecast_env.retrieval.ann`) also get an
+IVF index whose centroids are trained on the earlier months only. Global files (BM25 postings with
+global rows, per-row arrays) are merged from the month files whenever any month changed.
+
+Month shards are embedded through `forecast_env.executor`: in this process (`engine="local"`, the
+embedding backend already uses every core), or on Ray actors (`engine="ray"`, GPU actors when
+`embed.device` is cuda). Each month is a pure function of its shard and the embedding identity, so
+both engines write the same files.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -23,40 +28,44 @@ import faiss
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from forecast_env.corpus_build.embed import article_texts, embed_articles
 
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
 from forecast_env.errors import CorpusError, WorkspaceError
+from forecast_env.executor import map_unordered
+from forecast_env.retrieval.ann import ann_plan, build_ivf
 from forecast_env.retrieval.bm25 import (
-    _save_npy,
     build_global_postings,
     build_month_postings,
     read_month_postings,
     write_month_postings,
 )
 from forecast_env.retrieval.dense import Embedder, make_index
-from forecast_env.retrieval.searcher import EPOCH, doc_hash
+from forecast_env.retrieval.layout import (
+    EPOCH,
+    INDEX_VERSION,
+    TEXT_COLUMNS,
+    IndexLayout,
+    doc_hash,
+    embedding_identity,
+    save_npy,
+)
 from forecast_env.store import (
     Workspace,
     atomic_path,
+    atomic_write_json,
     read_manifest,
     read_table,
     sha256_file,
     write_manifest,
 )
 
-#: Columns kept in the text copy (everything Hit and Article need).
-TEXT_COLUMNS = ("doc_id", "day", "title", "url", "summary", "body", "t", "t_source", "leak_flag", "market_quote")
-INDEX_VERSION = 2  # 2: market_quote column and rows/market_quote.npy (hidden by default)
+#: Articles embedded per call inside a month (the progress bar advances per chunk).
+EMBED_CHUNK = 512
 
-
-def _progress(iterable: Any, enabled: bool, **kw: Any) -> Any:
-    if not enabled:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, **kw)
+_WORKER: dict[str, Any] = {}
 
 
 def read_month(path: Path) -> pa.Table:
@@ -82,11 +91,69 @@ def write_dense_shard(path: Path, vectors: np.ndarray, float16: bool = False) ->
         faiss.write_index(make_index(vectors, float16), str(tmp))
 
 
-def _embed_identity(embed: dict[str, Any], embedder: Any) -> dict[str, Any]:
-    ident = {k: embed.get(k) for k in ("model", "query_prompt", "max_seq_length", "float16", "truncate_dim")}
-    if embedder is not None and not isinstance(embedder, Embedder):
-        ident["model"] = getattr(embedder, "name", type(embedder).__name__)
-    return ident
+def _identity(embed: dict[str, Any], embedder: Any) -> dict[str, Any]:
+    """The embedding identity recorded in the manifest (a custom encoder is known by its name only)."""
+    if embedder is None or isinstance(embedder, Embedder):
+        source = embedder.identity() if embedder is not None else embed
+        return embedding_identity(source) | {"float16": bool(embed.get("float16"))}
+    return {"model": getattr(embedder, "name", type(embedder).__name__), "backend": "custom",
+            "float16": bool(embed.get("float16"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# one month (runs in this process, a pool worker or a Ray actor)
+# ---------------------------------------------------------------------------------------------
+
+
+def _setup_worker(embed: dict[str, Any], embedder: Any = None) -> None:
+    """Load the embedding model once per worker (a given encoder object is used as it is)."""
+    key = json.dumps(embed, sort_keys=True, default=str)
+    if embedder is not None:
+        _WORKER.update(key=None, embedder=embedder)
+    elif _WORKER.get("key") != key:
+        _WORKER.update(key=key, embedder=Embedder.from_config(embed))
+
+
+def index_month(task: dict[str, Any]) -> dict[str, Any]:
+    """Write one month's text copy, BM25 postings and exact dense shard, then its marker; return the marker."""
+    layout = IndexLayout(task["index_dir"])
+    month = task["month"]
+    table = read_month(Path(task["shard"]))
+    write_text_copy(layout.text(month), table)
+    texts = article_texts(table)
+    write_month_postings(layout.bm25_month(month), build_month_postings(texts))
+    embedder = _WORKER["embedder"]
+    on_rows = _WORKER.get("on_rows")
+    parts = []
+    for start in range(0, table.num_rows, EMBED_CHUNK):
+        parts.append(embed_articles(table.slice(start, EMBED_CHUNK), embedder))
+        if on_rows is not None:
+            on_rows(len(parts[-1]))
+    dim = int(task.get("dim") or 0) or (int(parts[0].shape[1]) if parts else int(embedder.dim))
+    vectors = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+    if vectors.shape[1] != dim:
+        raise WorkspaceError(f"{task['shard']}: vectors of dimension {vectors.shape[1]}, other months have {dim}")
+    write_dense_shard(layout.dense(month), vectors, bool(task["float16"]))
+    marker = {"month": month, "rows": table.num_rows, "shard": Path(task["shard"]).name,
+              "shard_sha256": task["sha"], "embed_hash": task["embed_hash"], "dim": int(vectors.shape[1])}
+    atomic_write_json(layout.root / "months" / f"{month}.json", marker)
+    return marker
+
+
+def _read_marker(layout: IndexLayout, month: str) -> dict[str, Any] | None:
+    try:
+        return json.loads((layout.root / "months" / f"{month}.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _outputs(layout: IndexLayout, month: str) -> tuple[Path, ...]:
+    return layout.text(month), layout.dense(month), layout.bm25_month(month) / "rows.npy"
+
+
+# ---------------------------------------------------------------------------------------------
+# the build
+# ---------------------------------------------------------------------------------------------
 
 
 def build_index(
@@ -95,12 +162,16 @@ def build_index(
     progress: bool = True,
     *,
     embedder: Any = None,
+    engine: str | None = None,
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Build or update the dense, BM25 and text indices of `workspace`; return a summary.
 
     `embedder` (optional) is any object with `encode_documents(texts, progress) -> (n, d) array` and
     `encode_queries(texts)`, used instead of the configured model (tests build shards from
     deterministic vectors: the dense side depends on the model only through the vectors).
+    `engine` (default `execution.engine`): `local` embeds in this process, `ray` on Ray actors.
     """
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
@@ -112,83 +183,151 @@ def build_index(
                               f"{ws.corpus_dir / 'report.md'} says at which stage and why")
         raise CorpusError(f"{ws.root}: no article store at {ws.articles_dir}; build the corpus first "
                           "(forecast-env corpus build)")
+    exec_cfg = cfg.get("execution") or {}
+    engine = engine or exec_cfg.get("engine") or "local"
     embed_cfg = dict(cfg["embed"])
-    identity = _embed_identity(embed_cfg, embedder)
+    identity = _identity(embed_cfg, embedder)
     embed_hash = config_hash(identity)
-    index_dir = ws.index_dir
+    layout = IndexLayout(ws.index_dir)
     try:
-        previous = read_manifest(index_dir) if (index_dir / "manifest.json").exists() else {}
+        previous = read_manifest(layout.root) if layout.manifest.exists() else {}
     except WorkspaceError:
         previous = {}
     if previous.get("index_version") != INDEX_VERSION:
         previous = {}
-    prev_months = {m["month"]: m for m in previous.get("months", [])}
-    same_model = previous.get("embed_hash") == embed_hash
-    text_dir, dense_dir, bm25_dir = index_dir / "text", ws.dense_dir, ws.bm25_dir
+        shutil.rmtree(layout.root / "months", ignore_errors=True)
+    prev_months = {m["month"] for m in previous.get("months", [])}
 
-    if embedder is None:
-        embedder = Embedder.from_config(embed_cfg)
-    months: list[dict[str, Any]] = []
-    rebuilt, kept = [], []
-    dim = previous.get("dim") if same_model else None
-    for shard in _progress(shards, progress, desc="index months", unit="month"):
-        month = shard.stem
-        sha = sha256_file(shard)
-        prev = prev_months.get(month)
-        outputs = (text_dir / f"{month}.arrow", dense_dir / f"{month}.faiss", bm25_dir / month / "rows.npy")
-        if prev and prev.get("shard_sha256") == sha and same_model and all(p.exists() for p in outputs):
-            months.append(prev)
-            kept.append(month)
-            continue
-        table = read_month(shard)
-        write_text_copy(outputs[0], table)
-        write_month_postings(bm25_dir / month, build_month_postings(article_texts(table)))
-        vectors = embed_articles(table, embedder, progress=progress)
-        if table.num_rows == 0:
-            vectors = np.zeros((0, dim or int(embed_cfg.get("dim") or 1)), np.float32)
-        if dim is not None and vectors.shape[1] != dim:
-            raise WorkspaceError(f"{shard}: vectors of dimension {vectors.shape[1]}, other months have {dim}")
-        dim = int(vectors.shape[1])
-        write_dense_shard(outputs[1], vectors, bool(embed_cfg.get("float16")))
-        months.append({"month": month, "rows": table.num_rows, "shard": shard.name, "shard_sha256": sha})
-        rebuilt.append(month)
+    # which months are unchanged (marker, shard checksum, embedding identity, outputs all agree)
+    markers: dict[str, dict[str, Any]] = {}
+    todo: list[dict[str, Any]] = []
+    dims = set()
+    for shard in shards:
+        month, sha = shard.stem, sha256_file(shard)
+        marker = _read_marker(layout, month)
+        if (marker and marker.get("shard_sha256") == sha and marker.get("embed_hash") == embed_hash
+                and all(p.exists() for p in _outputs(layout, month))):
+            markers[month] = marker
+            dims.add(int(marker["dim"]))
+        else:
+            todo.append({"shard": str(shard), "month": month, "sha": sha, "index_dir": str(layout.root),
+                         "embed_hash": embed_hash, "float16": bool(embed_cfg.get("float16")),
+                         "rows": pq.ParquetFile(shard).metadata.num_rows})
+    if len(dims) > 1:
+        raise WorkspaceError(f"{layout.dense_dir}: month shards of different dimensions {sorted(dims)}; rebuild with "
+                             "`forecast-env index build` after deleting the index folder")
+    for task in todo:
+        task["dim"] = next(iter(dims)) if dims else None
+    rebuilt = _embed_months(todo, embed_cfg, embedder, engine, ray_address, workers, progress, exec_cfg)
+    markers.update({m["month"]: m for m in rebuilt})
+    months = [markers[s.stem] for s in shards]
+    dims = {int(m["dim"]) for m in months}
+    if len(dims) > 1:
+        raise WorkspaceError(f"{layout.dense_dir}: month shards of different dimensions {sorted(dims)}; delete "
+                             f"{layout.root} and rebuild")
+    dim = dims.pop() if dims else None
 
     # months whose shard disappeared lose their outputs
     current = {m["month"] for m in months}
-    for stale in sorted(set(prev_months) - current):
-        (text_dir / f"{stale}.arrow").unlink(missing_ok=True)
-        (dense_dir / f"{stale}.faiss").unlink(missing_ok=True)
-        shutil.rmtree(bm25_dir / stale, ignore_errors=True)
+    for stale in sorted(prev_months - current):
+        for p in (layout.text(stale), layout.dense(stale), layout.ivf(stale), layout.root / "months" / f"{stale}.json"):
+            p.unlink(missing_ok=True)
+        shutil.rmtree(layout.bm25_month(stale), ignore_errors=True)
 
-    stats = build_global(ws, months, bool(rebuilt) or set(prev_months) != current or not previous)
+    ann_months = _build_ann(layout, months, cfg.get("index") or {}, embed_hash, previous, progress)
+    changed = bool(rebuilt) or prev_months != current or not previous
+    stats = build_global(ws, months, changed)
     if not stats:  # nothing changed: keep the global statistics of the previous build
         stats = {k: previous.get(k) for k in ("first_day", "last_day", "bm25_terms", "bm25_postings")}
     snapshot_id = _snapshot_id(ws, months)
     n_articles = int(sum(m["rows"] for m in months))
+    month_rows = [{k: m[k] for k in ("month", "rows", "shard", "shard_sha256")} | ann_months.get(m["month"], {})
+                  for m in months]
     write_manifest(
-        index_dir, "index", config={"embed": embed_cfg, "retrieval": cfg["retrieval"]},
+        layout.root, "index", config={"embed": embed_cfg, "retrieval": cfg["retrieval"], "index": cfg.get("index")},
         extra={
-            "index_version": INDEX_VERSION, "months": months, "model": identity["model"], "dim": dim,
-            "embed": embed_cfg | {"model": identity["model"]}, "embed_hash": embed_hash,
+            "index_version": INDEX_VERSION, "months": month_rows, "model": identity["model"], "dim": dim,
+            "embedding": identity, "embed": embed_cfg | {"model": identity["model"]}, "embed_hash": embed_hash,
             "snapshot_id": snapshot_id, "n_articles": n_articles, **stats,
         },
     )
-    summary = {
-        "workspace": str(ws.root), "index_dir": str(index_dir), "months": len(months), "rebuilt": rebuilt,
-        "kept": kept, "articles": n_articles, "dim": dim, "model": identity["model"],
-        "snapshot_id": snapshot_id, "seconds": round(time.perf_counter() - t0, 2), **stats,
+    return {
+        "workspace": str(ws.root), "index_dir": str(layout.root), "months": len(months),
+        "rebuilt": sorted(m["month"] for m in rebuilt), "kept": sorted(current - {m["month"] for m in rebuilt}),
+        "approximate": sorted(m for m, a in ann_months.items() if a.get("kind") == "ivf"),
+        "articles": n_articles, "dim": dim, "model": identity["model"], "backend": identity["backend"],
+        "engine": engine, "snapshot_id": snapshot_id, "seconds": round(time.perf_counter() - t0, 2), **stats,
     }
-    return summary
+
+
+def _embed_months(todo: list[dict[str, Any]], embed_cfg: dict[str, Any], embedder: Any, engine: str,
+                  ray_address: str | None, workers: int | None, progress: bool,
+                  exec_cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run `index_month` over the months to redo, with one progress bar over their articles."""
+    if not todo:
+        return []
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=sum(t["rows"] for t in todo), desc="index: embed months", unit="article", disable=not progress)
+    gpu = str(embed_cfg.get("device", "cpu")).startswith("cuda")
+    in_process = engine == "local"
+    if in_process:
+        _WORKER["on_rows"] = bar.update
+    done = []
+    try:
+        n_workers = int(workers or exec_cfg.get("workers") or os.cpu_count() or 1) if not in_process else 1
+        results = map_unordered(
+            index_month, todo, engine=engine, workers=n_workers, setup=_setup_worker,
+            setup_args=(embed_cfg, embedder), threads=None if in_process else 1,
+            ray_address=ray_address or exec_cfg.get("ray_address"), num_gpus=1.0 if gpu and engine == "ray" else 0.0,
+            error=CorpusError, broken_advice="Rerun the index build: finished months are kept.")
+        for marker in results:
+            done.append(marker)
+            if not in_process:
+                bar.update(int(marker["rows"]))
+    finally:
+        _WORKER.pop("on_rows", None)
+        bar.close()
+    return done
+
+
+def _build_ann(layout: IndexLayout, months: list[dict[str, Any]], index_cfg: dict[str, Any], embed_hash: str,
+               previous: dict[str, Any], progress: bool) -> dict[str, dict[str, Any]]:
+    """IVF indexes of the months that `ann_plan` serves approximately (kept when their inputs are unchanged)."""
+    prev = {m["month"]: m for m in previous.get("months", [])}
+    out: dict[str, dict[str, Any]] = {}
+    plan = ann_plan([int(m["rows"]) for m in months], index_cfg)
+    todo = [i for i, p in enumerate(plan) if p is not None]
+    from tqdm.auto import tqdm
+
+    for i in tqdm(todo, desc="index: train IVF months", unit="month", disable=not progress or not todo):
+        month, params = months[i]["month"], plan[i]
+        # the IVF of a month depends on the earlier months only (and its own rows, added unchanged)
+        key_src = [embed_hash, json.dumps(params, sort_keys=True)] + [m["shard_sha256"] for m in months[: i + 1]]
+        key = hashlib.sha256("|".join(key_src).encode()).hexdigest()[:16]
+        old = prev.get(month, {})
+        if old.get("kind") == "ivf" and old.get("ivf_key") == key and layout.ivf(month).exists():
+            out[month] = {k: old[k] for k in ("kind", "ivf_key", "nlist", "nprobe", "candidates", "train_rows")}
+            continue
+        train = [layout.dense(m["month"]) for m in months[:i]]
+        info = build_ivf(layout.ivf(month), layout.dense(month), train, params)
+        out[month] = {"kind": "ivf", "ivf_key": key, **info}
+    for m in months:
+        if m["month"] not in out:
+            layout.ivf(m["month"]).unlink(missing_ok=True)
+            out[m["month"]] = {"kind": "exact"}
+    return out
 
 
 def build_global(ws: Workspace, months: list[dict[str, Any]], changed: bool = True) -> dict[str, Any]:
     """Merge month outputs into the global BM25 postings and the per-row arrays."""
-    rows_dir = ws.index_dir / "rows"
-    if not changed and (rows_dir / "days.npy").exists() and (ws.bm25_dir / "indptr.npy").exists():
+    layout = IndexLayout(ws.index_dir)
+    rows_dir = layout.rows_dir
+    if not changed and (rows_dir / "days.npy").exists() and (layout.bm25_dir / "indptr.npy").exists():
         return {}
     days, leak, quote, hashes = [], [], [], []
     for m in months:
-        table = pa.ipc.open_file(pa.memory_map(str(ws.index_dir / "text" / f"{m['month']}.arrow"))).read_all()
+        table = pa.ipc.open_file(pa.memory_map(str(layout.text(m["month"])))).read_all()
         days.append(table.column("day").cast(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int32))
         leak.append(table.column("leak_flag").fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
         quote.append(table.column("market_quote").fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
@@ -200,13 +339,16 @@ def build_global(ws: Workspace, months: list[dict[str, Any]], changed: bool = Tr
                              "of another month); rebuild the corpus")
     all_hash = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
     order = np.argsort(all_hash, kind="stable")
-    _save_npy(rows_dir / "days.npy", all_days)
-    _save_npy(rows_dir / "leak.npy", np.concatenate(leak) if leak else np.zeros(0, bool))
-    _save_npy(rows_dir / "market_quote.npy", np.concatenate(quote) if quote else np.zeros(0, bool))
-    _save_npy(rows_dir / "doc_hash.npy", all_hash[order])
-    _save_npy(rows_dir / "doc_row.npy", order.astype(np.int64))
-    postings = build_global_postings(ws.bm25_dir, [read_month_postings(ws.bm25_dir / m["month"]) for m in months])
+    save_npy(rows_dir / "days.npy", all_days)
+    save_npy(rows_dir / "leak.npy", np.concatenate(leak) if leak else np.zeros(0, bool))
+    save_npy(rows_dir / "market_quote.npy", np.concatenate(quote) if quote else np.zeros(0, bool))
+    save_npy(rows_dir / "doc_hash.npy", all_hash[order])
+    save_npy(rows_dir / "doc_row.npy", order.astype(np.int64))
+    postings = build_global_postings(layout.bm25_dir, [read_month_postings(layout.bm25_month(m["month"]))
+                                                        for m in months])
     first = EPOCH.toordinal()
+    from datetime import date
+
     return {
         "first_day": date.fromordinal(first + int(all_days[0])).isoformat() if len(all_days) else None,
         "last_day": date.fromordinal(first + int(all_days[-1])).isoformat() if len(all_days) else None,
@@ -224,4 +366,3 @@ def _snapshot_id(ws: Workspace, months: list[dict[str, Any]]) -> str:
         return str(snap)
     blob = "|".join(f"{m['month']}:{m['shard_sha256']}" for m in months)
     return "shards-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
-

@@ -28,7 +28,8 @@ SECTIONS = ("corpus", "events", "env", "benchmark")
 #: Keys whose values are restricted to a fixed set (dotted path inside the section).
 ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
     "corpus": {
-        "embed.backend": ("torch", "onnx"),
+        "embed.backend": ("torch", "onnx", "static"),
+        "embed.quantize": (None, "int8"),
         "timestamps.visibility": ("conservative", "crawl", "publication"),
         "execution.engine": ("local", "ray"),
     },
@@ -47,6 +48,8 @@ FLEXIBLE: dict[str, dict[str, tuple[type, ...]]] = {
         "corpus_end": (str, date, type(None)),
         "corpus_start": (str, date),
         "embed.truncate_dim": (int, type(None)),
+        "embed.quantize": (str, type(None)),
+        "index.ann_nlist": (int, type(None)),
         "execution.workers": (int, type(None)),
         "execution.ray_address": (str, type(None)),
     },

@@ -16,6 +16,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = isub.add_parser("build", help="build or update the indices (only changed months are redone)")
     b.add_argument("--workspace", required=True, help="workspace folder holding corpus/articles")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument("--engine", choices=ALLOWED["corpus"]["execution.engine"], default=None,
+                   help="where month shards are embedded: local (this process) or ray (actors; GPU actors when "
+                   "embed.device is cuda); default execution.engine")
+    b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default execution.ray_address; "
+                   "none: start a local Ray and shut it down after the build)")
+    b.add_argument("--workers", type=int, default=None, help="Ray actors (default execution.workers or the cores)")
     add_common(b, ["corpus"])
     b.set_defaults(func=run_build)
     p.set_defaults(func=lambda args: p.print_help() or 2)
@@ -37,10 +43,13 @@ def run_build(args: argparse.Namespace) -> int:
     from forecast_env.corpus_build.index import build_index
 
     cfg = section_config(args, "corpus")
-    summary = build_index(args.workspace, cfg, progress=not args.no_progress)
+    summary = build_index(args.workspace, cfg, progress=not args.no_progress, engine=args.engine,
+                          ray_address=args.ray_address, workers=args.workers)
+    approx = f", {len(summary['approximate'])} approximate (IVF)" if summary["approximate"] else ""
     print(f"indexed {summary['articles']} articles in {summary['months']} month(s) "
-          f"(rebuilt {len(summary['rebuilt'])}, unchanged {len(summary['kept'])}) with {summary['model']} "
-          f"(dim {summary['dim']}) in {summary['seconds']} s -> {summary['index_dir']}")
+          f"(rebuilt {len(summary['rebuilt'])}, unchanged {len(summary['kept'])}{approx}) with {summary['model']} "
+          f"[{summary['backend']}] (dim {summary['dim']}, engine {summary['engine']}) in {summary['seconds']} s "
+          f"-> {summary['index_dir']}")
     return 0
 
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from forecast_env.errors import WorkspaceError
+from forecast_env.retrieval.layout import REBUILD, save_npy
 from forecast_env.retrieval.tokenize import tokenize
 
-REBUILD = "forecast-env index build --workspace WS"
 GLOBAL_FILES = ("indptr", "rows", "tfs", "doclen", "term_hash", "term_id", "term_off")
 
 
@@ -75,13 +75,6 @@ def build_month_postings(texts: Iterable[str]) -> MonthPostings:
     )
 
 
-def _save_npy(path: Path, arr: np.ndarray) -> None:
-    from forecast_env.store import atomic_path
-
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(arr))
-
-
 def write_month_postings(directory: Path, mp: MonthPostings) -> None:
     """Write one month's postings to `directory` (atomic per file)."""
     from forecast_env.store import atomic_write_text
@@ -89,7 +82,7 @@ def write_month_postings(directory: Path, mp: MonthPostings) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write_text(directory / "terms.txt", "\n".join(mp.terms))
     for name in ("indptr", "rows", "tfs", "doclen"):
-        _save_npy(directory / f"{name}.npy", getattr(mp, name))
+        save_npy(directory / f"{name}.npy", getattr(mp, name))
 
 
 def read_month_postings(directory: Path) -> MonthPostings:
@@ -137,7 +130,7 @@ def build_global_postings(directory: Path, months: Sequence[MonthPostings]) -> d
     for name, arr in (("indptr", indptr), ("rows", rows), ("tfs", tfs), ("doclen", doclen),
                       ("term_hash", hashes[horder]), ("term_id", horder.astype(np.int64)),
                       ("term_off", term_off)):
-        _save_npy(directory / f"{name}.npy", arr)
+        save_npy(directory / f"{name}.npy", arr)
     return {"terms": len(terms), "postings": len(rows), "rows": len(doclen)}
 
 

@@ -45,8 +45,16 @@ def resolve_model(model: str) -> str:
     return model
 
 
+BACKENDS = ("torch", "onnx", "static")
+
+
 class Embedder:
-    """A sentence-transformers model giving L2-normalized float32 vectors for documents and queries."""
+    """L2-normalized float32 vectors of documents and queries from one model through one backend.
+
+    Backends (docs/design.md §3): `torch` (sentence-transformers; any model, GPU included), `onnx` (the
+    model exported with torch.onnx and run by onnxruntime, optionally int8-quantized) and `static` (a
+    table of token vectors distilled from the model: fast on CPU, less accurate).
+    """
 
     def __init__(
         self,
@@ -60,7 +68,11 @@ class Embedder:
         float16: bool = False,
         truncate_dim: int | None = None,
         query_cache_size: int = 4096,
+        quantize: str | None = None,
+        static_dims: int = 256,
     ):
+        if backend not in BACKENDS:
+            raise ConfigError(f"embed.backend = {backend!r} is not known; choose one of {', '.join(BACKENDS)}")
         self.model_name = model
         self.expected_dim = dim
         self.query_prompt = query_prompt or ""
@@ -70,6 +82,9 @@ class Embedder:
         self.backend = backend
         self.float16 = float16
         self.truncate_dim = truncate_dim
+        # quantization applies to the onnx backend only; the identity records what was really used
+        self.quantize = quantize if backend == "onnx" else None
+        self.static_dims = int(static_dims)
         self._model: Any = None
         # agents repeat queries (across dates, rollouts and agents): an LRU of query vectors
         self.query_cache_size = int(query_cache_size)
@@ -79,12 +94,30 @@ class Embedder:
     def from_config(cls, embed: dict[str, Any]) -> Embedder:
         """Build from the `embed` section of the corpus config."""
         keys = ("model", "dim", "query_prompt", "device", "batch_size", "max_seq_length", "backend",
-                "float16", "truncate_dim", "query_cache_size")
+                "float16", "truncate_dim", "query_cache_size", "quantize", "static_dims")
         return cls(**{k: embed[k] for k in keys if k in embed})
 
     @property
     def name(self) -> str:
         return self.model_name
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the vectors: model, backend, quantization and the settings that change them."""
+        ident = {"model": self.model_name, "backend": self.backend, "quantize": self.quantize,
+                 "query_prompt": self.query_prompt, "max_seq_length": self.max_seq_length,
+                 "truncate_dim": self.truncate_dim}
+        if self.backend == "static":
+            ident["static_dims"] = self.static_dims
+        return ident
+
+    def _model_dir(self) -> Path:
+        location = Path(resolve_model(self.model_name))
+        if not location.is_dir():
+            raise ConfigError(
+                f"embed.model = {self.model_name!r}: the {self.backend} backend needs the model on disk (a package "
+                f"such as {DEFAULT_MODEL!r} or a local folder); {location} is not a folder. A hub id works with "
+                "embed.backend: torch once the model is in the Hugging Face cache")
+        return location
 
     @property
     def model(self) -> Any:
@@ -92,55 +125,80 @@ class Embedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from sentence_transformers import SentenceTransformer
+            if self.backend == "onnx":
+                from forecast_env.retrieval.onnx_encoder import OnnxEncoder
 
-            if self.device == "cpu":
-                import torch
+                self._model = OnnxEncoder(self.model_name, self._model_dir(), self.max_seq_length, self.quantize,
+                                          self.device, self.batch_size)
+            elif self.backend == "static":
+                from forecast_env.retrieval.static_encoder import StaticEncoder
 
-                # all cores, unless the process was given a share (worker pools set OMP_NUM_THREADS)
-                share = os.environ.get("OMP_NUM_THREADS", "")
-                torch.set_num_threads(int(share) if share.isdigit() and int(share) > 0 else os.cpu_count() or 1)
-            kwargs: dict[str, Any] = {"device": self.device}
-            if self.backend != "torch":
-                kwargs["backend"] = self.backend
-            if self.truncate_dim:
-                kwargs["truncate_dim"] = int(self.truncate_dim)
-            location = resolve_model(self.model_name)
-            try:
-                self._model = SentenceTransformer(location, **kwargs)
-            except Exception as exc:  # many failure types: missing files, no network, bad backend
-                raise ConfigError(
-                    f"embed.model = {self.model_name!r}: cannot load the embedding model from {location} "
-                    f"({type(exc).__name__}: {exc}); use the offline default {DEFAULT_MODEL!r}, a local "
-                    "folder, or a model already in the Hugging Face cache"
-                ) from exc
-            self._model.max_seq_length = self.max_seq_length
+                self._model = StaticEncoder(self.model_name, self._model_dir(), self.max_seq_length,
+                                            self.static_dims)
+            else:
+                self._model = self._load_torch()
         return self._model
+
+    def _load_torch(self) -> Any:
+        from sentence_transformers import SentenceTransformer
+
+        if self.device == "cpu":
+            import torch
+
+            # all cores, unless the process was given a share (worker pools set OMP_NUM_THREADS)
+            share = os.environ.get("OMP_NUM_THREADS", "")
+            torch.set_num_threads(int(share) if share.isdigit() and int(share) > 0 else os.cpu_count() or 1)
+        kwargs: dict[str, Any] = {"device": self.device}
+        if self.truncate_dim:
+            kwargs["truncate_dim"] = int(self.truncate_dim)
+        location = resolve_model(self.model_name)
+        try:
+            model = SentenceTransformer(location, **kwargs)
+        except Exception as exc:  # many failure types: missing files, no network, bad backend
+            raise ConfigError(
+                f"embed.model = {self.model_name!r}: cannot load the embedding model from {location} "
+                f"({type(exc).__name__}: {exc}); use the offline default {DEFAULT_MODEL!r}, a local "
+                "folder, or a model already in the Hugging Face cache"
+            ) from exc
+        model.max_seq_length = self.max_seq_length
+        return model
 
     @property
     def dim(self) -> int:
         if self.truncate_dim:
             return int(self.truncate_dim)
-        return int(self.model.get_sentence_embedding_dimension())
+        if self.backend == "torch":
+            return int(self.model.get_sentence_embedding_dimension())
+        return int(self.model.dim)
 
     def _encode(self, texts: Sequence[str], prompt: str | None, progress: bool) -> np.ndarray:
-        import torch
-
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # the model truncates to max_seq_length tokens anyway; cutting characters first saves tokenizing
         # whole long bodies (a token is rarely more than ~12 characters)
         cut = self.max_seq_length * 12
         texts = [t[:cut] for t in texts]
-        with torch.inference_mode():
-            vecs = self.model.encode(
-                list(texts), batch_size=self.batch_size, show_progress_bar=progress, convert_to_numpy=True,
-                normalize_embeddings=False, prompt=prompt or None,
-            )
+        if self.backend == "torch":
+            import torch
+
+            with torch.inference_mode():
+                vecs = self.model.encode(
+                    list(texts), batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True,
+                    normalize_embeddings=False, prompt=prompt or None,
+                )
+        else:
+            if prompt:
+                texts = [prompt + t for t in texts]
+            vecs = self.model.encode(texts)
+            if self.truncate_dim:
+                vecs = vecs[:, : int(self.truncate_dim)]
         return normalize(np.asarray(vecs, dtype=np.float32))
 
     def encode_documents(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        """L2-normalized float32 vectors of documents (length-sorted batches inside the model)."""
+        """L2-normalized float32 vectors of documents (length-sorted batches inside the model).
+
+        `progress` is accepted for callers that show their own bar; the model shows none (one bar per
+        stage: the index build counts articles itself)."""
         return self._encode(texts, None, progress)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -199,9 +257,15 @@ def read_index(path: Path) -> faiss.Index:
 
 
 class DenseShards:
-    """Month shards searched together over a global row range `[lo, hi)` (exact, hidden rows excluded)."""
+    """Month shards searched together over a global row range `[lo, hi)` (hidden rows excluded).
 
-    def __init__(self, paths: Sequence[Path], offsets: np.ndarray, hidden: np.ndarray | None = None):
+    A month is searched exactly (its flat shard), or, when `ann[m]` names an IVF index, through it
+    with exact re-ranking (`forecast_env.retrieval.ann`); the row range and hidden rows restrict
+    both before ranking.
+    """
+
+    def __init__(self, paths: Sequence[Path], offsets: np.ndarray, hidden: np.ndarray | None = None,
+                 ann: Sequence[dict[str, Any] | None] | None = None):
         self.paths = list(paths)
         self.offsets = np.asarray(offsets, dtype=np.int64)  # len(paths) + 1
         self.indexes = [read_index(p) for p in self.paths]
@@ -209,6 +273,14 @@ class DenseShards:
             if ix.ntotal != z - a:
                 raise WorkspaceError(f"{p}: {ix.ntotal} vectors but the index lists {z - a} articles; "
                                      f"rebuild with `{REBUILD}`")
+        self.ann = list(ann) if ann is not None else [None] * len(self.paths)
+        self.ivfs: list[Any] = []
+        for spec, flat in zip(self.ann, self.indexes):
+            ivf = read_index(Path(spec["path"])) if spec else None
+            if ivf is not None and ivf.ntotal != flat.ntotal:
+                raise WorkspaceError(f"{spec['path']}: {ivf.ntotal} vectors, its month has {flat.ntotal}; "
+                                     f"rebuild with `{REBUILD}`")
+            self.ivfs.append(ivf)
         self.dim = self.indexes[0].d if self.indexes else 0
         # per month: sorted local ids of hidden rows and a selector excluding them (kept alive here)
         self._hidden: list[np.ndarray] = []
@@ -223,8 +295,25 @@ class DenseShards:
             else:
                 self._not_hidden.append(None)
 
+    @classmethod
+    def open_months(cls, index_dir: Path, months: Sequence[dict[str, Any]], offsets: np.ndarray,
+                    hidden: np.ndarray | None = None) -> DenseShards:
+        """The shards of an index's manifest months (exact or IVF as the manifest says)."""
+        from forecast_env.retrieval.layout import IndexLayout
+
+        layout = IndexLayout(index_dir)
+        ann = [{"path": layout.ivf(m["month"]), "nprobe": m["nprobe"], "candidates": m["candidates"]}
+               if m.get("kind") == "ivf" else None for m in months]
+        return cls([layout.dense(m["month"]) for m in months], offsets, hidden, ann)
+
+    def close(self) -> None:
+        """Release the mapped shards."""
+        self.indexes, self.ivfs = [], []
+
     def search(self, queries: np.ndarray, lo: int, hi: int, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per query: (global rows, scores) of the exact top-k over visible rows in [lo, hi)."""
+        """Per query: (global rows, scores) of the top-k over visible rows in [lo, hi)."""
+        from forecast_env.retrieval.ann import search_ivf
+
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         nq = len(queries)
         if queries.ndim != 2 or (nq and queries.shape[1] != self.dim):
@@ -252,7 +341,11 @@ class DenseShards:
                     sel = faiss.IDSelectorAnd(sel, not_hidden) if sel is not None else not_hidden
                     keep_alive.append(sel)
                 kk = min(k, eligible)
-                if sel is None:
+                if self.ivfs[m] is not None:
+                    spec = self.ann[m]
+                    dist, ids = search_ivf(self.ivfs[m], index, queries, kk, sel, spec["nprobe"],
+                                           spec["candidates"], eligible)
+                elif sel is None:
                     dist, ids = index.search(queries, kk)
                 else:
                     dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))

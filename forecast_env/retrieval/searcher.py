@@ -11,17 +11,12 @@ ranking in every mode: from hits, from the BM25 statistics (N, df, avgdl) and fr
 candidates, from `day_counts`, and from `open_article`, which refuses an unknown, a not-yet-visible
 and a hidden id with one error type and one message.
 
-Index layout (written by `forecast_env.corpus_build.index.build_index`):
-    WS/index/manifest.json            months (rows, row offset, shard sha256), model, dim, snapshot id
-    WS/index/dense/YYYY-MM.faiss      exact inner-product shard, rows = article order
-    WS/index/text/YYYY-MM.arrow       uncompressed Arrow IPC copy of the month (O(1) memory-mapped rows)
-    WS/index/bm25/...                 see `bm25.py`
-    WS/index/rows/{days,leak,market_quote,doc_hash,doc_row}.npy   per global row: day, flags; doc id lookup
+Index layout: the public contract in `forecast_env.retrieval.layout` (written by
+`forecast_env.corpus_build.index.build_index`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from collections.abc import Iterable
@@ -44,12 +39,11 @@ from forecast_env.errors import (
 from forecast_env.retrieval.bm25 import BM25Index
 from forecast_env.retrieval.dense import DenseShards, Embedder
 from forecast_env.retrieval.hybrid import rrf
+from forecast_env.retrieval.layout import EPOCH, REBUILD, check_embedding, day_number, doc_hash
 from forecast_env.retrieval.tokenize import tokenize
 from forecast_env.timeparse import parse_day as _read_day
 
-REBUILD = "forecast-env index build --workspace WS"
 MODES = ("hybrid", "dense", "bm25")
-EPOCH = date(1970, 1, 1)
 #: Article flags that `retrieval.hide` may name, with the per-row array the index stores for each.
 HIDE_FLAGS = {"leak_flag": "leak.npy", "market_quote": "market_quote.npy"}
 
@@ -102,15 +96,6 @@ def parse_day(value: date | datetime | str, what: str = "as_of") -> date:
     if day is not None:
         return day
     raise QueryError(f"{what} = {value!r} is not a date; give a datetime.date or an ISO string like 2025-06-30")
-
-
-def day_number(d: date) -> int:
-    return (d - EPOCH).days
-
-
-def doc_hash(doc_id: str) -> int:
-    """Stable 64-bit hash of a doc id (blake2b), used for the doc id -> row lookup."""
-    return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 def read_index_manifest(index_dir: Path) -> dict[str, Any]:
@@ -190,8 +175,7 @@ class Searcher:
         hidden = hidden_rows if hide else None
         self.visible = ~hidden_rows
         self.bm25 = BM25Index(self.index_dir / "bm25", hidden, self.retrieval["bm25_k1"], self.retrieval["bm25_b"])
-        self.dense = DenseShards([self.index_dir / "dense" / f"{m['month']}.faiss" for m in self.months],
-                                 self.offsets, hidden)
+        self.dense = DenseShards.open_months(self.index_dir, self.months, self.offsets, hidden)
         self._texts: dict[int, pa.Table] = {}
         self._embedder = embedder
         self.snapshot_id: str | None = manifest.get("snapshot_id")
@@ -220,11 +204,11 @@ class Searcher:
     # ------------------------------------------------------------------ helpers
     @property
     def embedder(self) -> Any:
-        """The query encoder: the model the index was built with (device from the config)."""
+        """The query encoder: exactly the model and backend the index was built with (a config asking
+        for another is a ConfigError naming both); device and batch size from the config."""
         if self._embedder is None:
-            embed = dict(self.manifest.get("embed") or self.config["embed"])
-            embed["device"] = self.config["embed"].get("device", embed.get("device", "cpu"))
-            self._embedder = Embedder.from_config(embed)
+            check_embedding(self.index_dir, self.manifest.get("embedding"), self.config["embed"])
+            self._embedder = Embedder.from_config(dict(self.config["embed"]))
         return self._embedder
 
     def _prefix_end(self, d: date) -> int:
