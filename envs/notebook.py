@@ -84,7 +84,7 @@ class Notebook:
 
     def snapshot_rows(self, step: int) -> list[dict[str, Any]]:
         """Rows of schema.NOTEBOOK (without run_id/agent/event_id/rollout) as the ledger stands now."""
-        return [{"step": step, **e.to_dict()} for e in self.entries]
+        return [{"step": step, **e.to_dict(), "question_ids": e.question_ids} for e in self.entries]
 
     def __len__(self) -> int:
         return len(self.entries)
