@@ -54,7 +54,10 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         forecasts = forecasts.with_columns(
             type=pl.when(pl.col("options").list.len() == 2).then(pl.lit("binary")).otherwise(pl.lit("multi")),
             category=pl.lit(None, pl.String))
-    return {"meta": meta, "forecasts": forecasts, "market": market, "notebook": notebook, "events": events}
+    world = run_dir / "world_questions.parquet"  # world-mode runs (docs/design.md §5 "World mode")
+    world_questions = pl.read_parquet(world) if world.exists() else None
+    return {"meta": meta, "forecasts": forecasts, "market": market, "notebook": notebook, "events": events,
+            "world_questions": world_questions}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +156,17 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
     out["skill"] = {"kind": skill_kind, "lambda": sk.lam, "lambda_lo": lam_lo, "lambda_hi": lam_hi,
                     "sigma_err": sk.sigma_err, "sigma_skill": sk.sigma_skill, "high_volume": list(sk.high_volume),
                     "anchor": sk.anchor, "table": sk.table.to_dicts()}
-    if notebook is not None and scored.height:
+    wq = run.get("world_questions")
+    if wq is not None and wq.height:  # world mode: the time-weighted Brier, events weighted equally
+        from forecast_env.eval.bootstrap import clustered_mean
+
+        out["world"] = []
+        for agent in sorted(wq["agent"].unique().to_list()):
+            sub = wq.filter((pl.col("agent") == agent) & pl.col("time_weighted_brier").is_not_null())
+            est = clustered_mean(sub, "time_weighted_brier", boot.draws, boot.seed, boot.level)
+            out["world"].append({"agent": agent, "value": est.value, "lo": est.lo, "hi": est.hi,
+                                 "questions": sub["event_id"].n_unique(), "days": int(sub["eligible_days"].sum())})
+    if notebook is not None and scored.height and run["meta"].get("mode") != "world":
         ev = evidence_diagnostics(f, notebook, boot.draws, boot.seed, boot.level)
         out["evidence"] = {"per_agent": ev.per_agent.to_dicts(), "quartiles": ev.quartiles.to_dicts(),
                            "cut_points": ev.cut_points, "grouping": ev.grouping, "keepers": list(ev.keepers),
@@ -198,6 +211,16 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     warning = knowledge_cutoff_warning(meta)
     if warning:
         b.append(("p", warning))
+    if res.get("world"):
+        w = meta.get("world") or {}
+        b.append(("h2", "World mode"))
+        b.append(("p", (f"One shared clock over {w.get('start', '?')} .. {w.get('end', '?')}: each question scored on "
+                       "its scheduled dates with its standing forecast at the end of the day (the tables below, "
+                       "comparable with episode runs); time-weighted Brier = each question's mean end-of-day Brier "
+                       "over its listed days before the cut, then the mean over questions (events weighted "
+                       "equally). Evidence diagnostics are per event and are left out for world runs.")))
+        b.append(("table", ["agent", "time-weighted Brier", "questions", "question-days"],
+                  [[r["agent"], _ci(r), r["questions"], r["days"]] for r in res["world"]]))
     b.append(("h2", "Scores"))
     comps = res.get("market_comparisons") or ["log_vs_market"]
     heads = {"log_vs_market": "log vs market (day mean)", "log_vs_market_close": "log vs market (day close)"}

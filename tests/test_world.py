@@ -310,6 +310,13 @@ def test_runner_world_mode_rows_resume_and_cli(ws, tmp_path, capsys):
     assert days.height == 2 * 22 and set(days["agent"]) == {"uniform", "base_rate"}
     questions = pl.read_parquet(run_dir / "world_questions.parquet")
     assert questions.filter(pl.col("event_id") == "pm-4")["eligible_days"].to_list() == [9, 9]
+    from forecast_env.eval.report import build_report
+
+    paths = build_report(run_dir, plots=False)
+    world = {r["agent"]: r for r in json.loads(Path(paths["json"]).read_text())["world"]}
+    expected = questions.filter(pl.col("agent") == "uniform")["time_weighted_brier"].mean()  # one rollout
+    assert world["uniform"]["value"] == pytest.approx(expected) and world["uniform"]["questions"] == 3
+    assert "## World mode" in Path(paths["markdown"]).read_text()
     again = run_benchmark(ws, ["uniform", "base_rate"], split="eval", workers=1, run_id="w1", progress=False,
                           mode="world", world_end=END)
     assert json.loads((again / "run.json").read_text())["episodes_run_now"] == 0
