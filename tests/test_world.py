@@ -294,8 +294,9 @@ def test_world_notebook_rows_and_forecasts_fit_the_schemas(ws, searcher):
 
 def test_runner_world_mode_rows_resume_and_cli(ws, tmp_path, capsys):
     import polars as pl
-    from forecast_env.cli.main import main
     from forecast_env.eval.runner import run_benchmark
+
+    from forecast_env.cli.main import main
 
     run_dir = run_benchmark(ws, ["uniform", "base_rate"], split="eval", workers=1, run_id="w1", progress=False,
                             mode="world", world_end=END)
@@ -344,3 +345,35 @@ def test_play_world_through_stdin(ws, monkeypatch, capsys):
     assert "no question 'pm-2' is listed today" in out  # pm-2 opens on 4 March
     assert "senate leans yes (2026-03-01; doc0000)" in out and "page 2 does not exist" in out
     assert "The world is over" in out and "pm-1  Brier 0.080" in out
+
+
+@pytest.mark.slow
+def test_retrieval_beats_uniform_in_world_mode_on_micro(micro_events):
+    """The fast check of the suite: on the micro world, reading the news beats the uniform forecast in
+    world mode too (mean Brier on the scheduled dates, events weighted equally). The interval version
+    runs on a tiny world in `make bench` (benchmarks/bench_world.py)."""
+    import polars as pl
+    from forecast_env.eval.runner import run_benchmark
+
+    run_dir = run_benchmark(micro_events, ["uniform", "retrieval"], split="eval", workers=1, run_id="world-micro",
+                            progress=False, mode="world")
+    f = pl.read_parquet(run_dir / "forecasts.parquet").filter(~pl.col("missing"))
+    assert f["fallback"].null_count() == f.height  # every scheduled question had a standing forecast
+    per_event = f.group_by("agent", "event_id").agg(pl.col("brier").mean()).group_by("agent").agg(
+        pl.col("brier").mean(), pl.len().alias("events"))
+    brier = dict(zip(per_event["agent"].to_list(), per_event["brier"].to_list()))
+    assert per_event["events"].min() >= 3, per_event
+    assert brier["retrieval"] < brier["uniform"], brier
+
+
+@pytest.mark.benchmark  # a tiny world: minutes on 2 cores (benchmarks/RESULTS.md, world-mode section)
+def test_world_mode_benchmark_on_a_tiny_world(capsys):
+    """`make bench`: the scripted walk gives the same table in both modes, and retrieval - uniform in world
+    mode has an event-clustered 95% interval below 0 (the benchmark script's own verdict)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_world
+
+    with capsys.disabled():
+        assert bench_world.main(["--preset", "tiny", "--seed", "0"]) == 0
