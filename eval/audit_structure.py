@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 from forecast_env.eval.audit import AuditInputs, AuditSettings, CheckResult
 from forecast_env.eval.bootstrap import bootstrap_means
+from scipy import sparse
 from scipy.optimize import minimize
 
 #: Positions beyond this share one bucket (position index `MAX_POSITION`).
@@ -104,16 +105,18 @@ def fit_conditional_logit(x: np.ndarray, y: np.ndarray, groups: np.ndarray, l2: 
     """L2-regularized conditional logit by L-BFGS from beta = 0 (deterministic).
 
     `x` (n, p) option-specific features, `y` (n,) 1 for the chosen option of each group, `groups`
-    (n,) sorted group ids. Columns are standardized on the fitting rows; a constant column gets
-    scale 1 (it cancels within every group anyway).
+    (n,) sorted group ids. Columns are scaled to unit standard deviation on the fitting rows (a
+    constant column gets scale 1); they are not centered: a shift common to every row cancels
+    within each group, and uncentered one-hot interactions stay sparse.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n, p = x.shape
-    mean = x.mean(axis=0) if n else np.zeros(p)
+    mean = np.zeros(p)
     scale = x.std(axis=0) if n else np.ones(p)
     scale = np.where(scale > 1e-12, scale, 1.0)
-    xs = (x - mean) / scale
+    xs = sparse.csr_matrix(x / scale)
+    xt = xs.T.tocsr()
     starts = _group_starts(groups) if n else np.zeros(0, np.int64)
     counts = np.diff(np.r_[starts, n]) if n else np.zeros(0, np.int64)
 
@@ -125,7 +128,7 @@ def fit_conditional_logit(x: np.ndarray, y: np.ndarray, groups: np.ndarray, l2: 
         logp = z - np.repeat(zmax + np.log(denom), counts)
         prob = e / np.repeat(denom, counts)
         loss = -float(y @ logp) + 0.5 * l2 * float(beta @ beta)
-        grad = xs.T @ (prob - y) + l2 * beta
+        grad = xt @ (prob - y) + l2 * beta
         return loss, grad
 
     if n == 0 or p == 0:
