@@ -21,7 +21,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from forecast_env.envs.episodes import EventEpisode, load_episodes
-from forecast_env.envs.events import load_events
+from forecast_env.envs.event_tables import load_events
 from forecast_env.envs.splits import Splits
 
 from forecast_env.config import load_config
