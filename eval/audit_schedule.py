@@ -16,6 +16,7 @@ Counterfactual rebuilds with the build's schedule function (or `builder`):
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -198,9 +199,20 @@ def _close_days(inp: ScheduleInputs, n: int, rng: np.random.Generator) -> list[d
     return [first + timedelta(days=p) for p in picks]
 
 
+def built_schedule_config(inputs: AuditInputs) -> dict[str, Any]:
+    """The `schedule` config the events were built with (the events manifest), else the defaults."""
+    cfg = dict(load_config("events")["schedule"])
+    try:
+        manifest = json.loads((inputs.workspace.events_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return cfg
+    cfg.update(((manifest.get("config") or {}).get("schedule")) or {})
+    return cfg
+
+
 def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: ScheduleBuilder | None = None) -> CheckResult:
     """Check 1 (see the module docstring)."""
-    cfg = dict(load_config("events")["schedule"])
+    cfg = built_schedule_config(inputs)
     build = builder or build_with_project
     events = inputs.split_events
     ids = events["event_id"].to_list()
@@ -212,7 +224,7 @@ def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: Schedu
     except Exception:  # an unreadable index is check 3's finding; the rebuild then has no activity term
         day_counts = {}
     inps = schedule_inputs(inputs, events, day_counts, cfg)
-    raw_known = raw_known_days(inputs, ids)
+    raw_known = raw_known_days(inputs, ids, float(cfg.get("known_threshold", 0.97)))
     rng = np.random.default_rng(settings.seed)
     n_rows = n_label_rebuilds = n_close_rebuilds = 0
     builder_error: str | None = None
@@ -231,7 +243,7 @@ def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: Schedu
                     default=None)
         known = [d for d in (inp.d_known, raw_known.get(eid)) if d is not None]
         d_known = min(known) if known else None
-        last_allowed = inp.close_day - timedelta(days=2)
+        last_allowed = inp.close_day - timedelta(days=int(cfg["buffer_days"]))
         totals = {int(x["steps_total"]) for x in rows}
         if [int(x["step"]) for x in rows] != list(range(1, len(rows) + 1)) or len(totals) != 1 \
                 or max(totals) < len(rows) or ("steps_total" in r and r["steps_total"] is not None
