@@ -70,7 +70,8 @@ def _num(x: Any, digits: int = 4) -> str:
         return "-"
     if isinstance(x, (int,)) and not isinstance(x, bool):
         return str(x)
-    return f"{float(x):.{digits}f}"
+    v = float(x)
+    return f"{0.0 if abs(v) < 0.5 * 10**-digits else v:.{digits}f}"  # no "-0.0000"
 
 
 def _ci(est: Mapping[str, Any] | None, digits: int = 4) -> str:
