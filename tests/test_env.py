@@ -602,3 +602,22 @@ def test_micro_world_episodes_see_no_future(micro_events):
         log = env.unwrapped.episode_log()
         dates = env.unwrapped.current_event.dates  # the offered prefix: may end before steps_total (the cut)
         assert len(log["forecasts"]) == len(dates) <= dates[0].steps_total
+
+
+def test_close_closes_the_searcher_it_opened_and_leaves_a_given_one_open(ws, searcher):
+    from forecast_env.envs import ForecastEnv
+
+    from forecast_env.errors import WorkspaceError
+
+    env = ForecastEnv(ws)  # opens its own searcher at the first search
+    env.reset(options={"event_id": "pm-1"})
+    env.step({"tool": "search", "args": {"query": "senate", "k": 2}})
+    own = env.unwrapped.searcher
+    env.close()
+    with pytest.raises(WorkspaceError, match="closed"):
+        own.search("senate", as_of=date(2026, 3, 5))
+    given = make(ws, searcher)
+    given.reset(options={"event_id": "pm-1"})
+    given.step({"tool": "search", "args": {"query": "senate", "k": 2}})
+    given.close()
+    assert searcher.search("senate", as_of=date(2026, 3, 5))  # the caller's searcher stays usable
