@@ -4,7 +4,7 @@ Legibility rules every figure follows: each panel has its own legend (agents are
 colour and marker, never by text placed next to points, which overlaps when points coincide);
 coincident points stay visible (hollow markers of decreasing size, dodged error bars); axes of
 scores and skills fit the data (matplotlib's data limits with a margin), bars start at 0, and
-probability axes span [0, 1]. Each `figure_*` function returns the figure (or None when the
+probability axes span [0, 1] (with a small margin, so that markers on 0 and 1 are not clipped). Each `figure_*` function returns the figure (or None when the
 analysis has nothing to draw) so tests can inspect it; `draw_plots` writes them as PNG.
 """
 
@@ -70,7 +70,7 @@ def figure_reliability(res: Mapping[str, Any]) -> Figure | None:
         if not drawn:
             ax.text(0.5, 0.5, f"no {kind} events", ha="center", va="center", color="grey", transform=ax.transAxes)
         ax.set(title=f"{kind} ({'P(first option)' if kind == 'binary' else 'one-vs-rest'})",
-               xlabel="mean forecast", ylabel="observed frequency", xlim=(0, 1), ylim=(0, 1))
+               xlabel="mean forecast", ylabel="observed frequency", xlim=(-0.03, 1.03), ylim=(-0.03, 1.03))
         ax.legend(fontsize=7, loc="upper left")
     return fig
 
