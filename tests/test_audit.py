@@ -324,3 +324,76 @@ def test_cli_exit_codes(micro_events: Path, tmp_path: Path, capsys) -> None:
     assert main(["audit", "--workspace", str(tmp_path / "nowhere")]) == 2
     assert main(["audit", "--workspace", str(micro_events), "--audit-set", "bogus=1"]) == 2
     assert main(["audit", "--workspace", str(micro_events), "--checks", "nonsense"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# the blind-structure probe has power against the old schedule (benchmark: a large world)
+# ---------------------------------------------------------------------------------------------
+
+
+def _power_world(n: int, seed: int = 0) -> list[tuple[str, str, ScheduleInputs]]:
+    """`n` events with Polymarket's mechanics: 60% binary deadline questions ("Will X happen by
+    <end>?", 40% Yes) whose market closes the day after the event happens when it resolves Yes
+    (the outcome known that day), else at the scheduled end; 40% bundles of 3-6 candidates, half of
+    them with a losing leg added 3 days to half the span after the start. Half train, half eval."""
+    from forecast_env.config import load_config
+
+    cfg = dict(load_config("events")["schedule"])
+    rng = np.random.default_rng(seed)
+    out = []
+    for e in range(n):
+        split = "train" if e % 2 == 0 else "eval"
+        start = (date(2025, 6, 1) if split == "train" else date(2026, 3, 1)) + timedelta(days=int(rng.integers(0, 30)))
+        span = int(rng.integers(14, 60))
+        end = start + timedelta(days=span)
+        if rng.random() < 0.6:
+            opts: tuple[str, ...] = ("Yes", "No")
+            yes = bool(rng.random() < 0.4)
+            label = "Yes" if yes else "No"
+            happened = start + timedelta(days=int(rng.integers(3, span + 1)))
+            close, known = (min(happened + timedelta(days=1), end), happened) if yes else (end, None)
+            starts = {o: start for o in opts}
+            question = f"Will thing {e} happen by {end:%B %d}?"
+        else:
+            k = int(rng.integers(3, 7))
+            opts = tuple(f"Candidate {chr(65 + i)}{e}" for i in range(k))
+            label = opts[int(rng.integers(0, k))]
+            starts = {o: start for o in opts}
+            if rng.random() < 0.5:
+                late = [o for o in opts if o != label][int(rng.integers(0, k - 1))]
+                starts[late] = start + timedelta(days=int(rng.integers(3, max(4, span // 2))))
+            close, known = end, None
+            question = f"Who will win contest {e}?"
+        out.append((split, question, ScheduleInputs(f"e{e:05d}", opts, label, start, max(starts.values()), end,
+                                                    close, known, starts, {}, {}, cfg)))
+    return out
+
+
+def _probe_rows(world: list[tuple[str, str, ScheduleInputs]], builder) -> pl.DataFrame:
+    from forecast_env.eval.audit_structure import ROW_COLUMNS
+
+    cols: dict[str, list] = {c: [] for c in ROW_COLUMNS}
+    for split, question, inp in world:
+        b = builder(inp)
+        for i, (d, offered) in enumerate(zip(b.dates, b.options)):
+            for pos, o in enumerate(offered):
+                values = (inp.event_id, split, d, i + 1, b.steps_total, len(offered), pos, o, question, 400,
+                          (inp.end_day - d).days, int(o == inp.label))
+                for c, v in zip(ROW_COLUMNS, values):
+                    cols[c].append(v)
+    return pl.DataFrame(cols)
+
+
+@pytest.mark.benchmark
+def test_probe_has_power_against_the_old_schedule_on_a_large_world() -> None:
+    """1,200 events (600 eval): the old label-dependent schedule FAILs the probe, the project's
+    schedule (`envs/schedule.py` through the audit's rebuild) does not."""
+    from forecast_env.eval.audit_schedule import build_with_project
+
+    world = _power_world(1200)
+    old = run_probe(_probe_rows(world, _old_builder))
+    new = run_probe(_probe_rows(world, build_with_project))
+    print(f"\nold schedule: {old['verdict']} {old['difference']:+.4f} [{old['ci_low']:+.4f}, {old['ci_high']:+.4f}]"
+          f"; project schedule: {new['verdict']} {new['difference']:+.4f} [{new['ci_low']:+.4f}, {new['ci_high']:+.4f}]")
+    assert old["verdict"] == FAIL, old["reason"]
+    assert new["verdict"] != FAIL, new["reason"]
