@@ -117,6 +117,9 @@ class ForecastWorldEnv(gym.Env):
         if cfg["world_page_size"] < 1 or cfg["world_base_calls"] < 1 or cfg["world_calls_per_question"] < 0:
             raise ForecastEnvError("env.world_page_size and env.world_base_calls must be at least 1 and "
                                    "env.world_calls_per_question at least 0")
+        if cfg["show_market"]:
+            raise ForecastEnvError("env.show_market is an episode-mode ablation; world mode has no previous-day "
+                                   "market view: set show_market=false")
         self.workspace = Path(workspace)
         self.split = cfg["split"]
         self.world: World = load_world(self.workspace, self.split, start, end, event_ids)

@@ -74,6 +74,12 @@ def test_calendar_listing_order_and_the_train_event_stays_out(ws, searcher):
     assert [q.question_id for q in env.world.questions] == ["pm-1", "pm-4", "pm-2"]
     narrowed = make(ws, searcher, start="2026-03-02")
     assert [q.question_id for q in narrowed.world.questions] == ["pm-2"]  # the others' grids start on the 1st
+    from forecast_env.errors import EventsError, ForecastEnvError
+
+    with pytest.raises(EventsError, match="start 2026-03-20 is after end 2026-03-10"):
+        make(ws, searcher, start="2026-03-20", end="2026-03-10")
+    with pytest.raises(ForecastEnvError, match="show_market"):
+        make(ws, searcher, show_market=True)
 
 
 def _walk(env, forecaster=None):
