@@ -103,6 +103,24 @@ def test_probe_passes_without_structure_and_is_inconclusive_when_small() -> None
     assert small["verdict"] == INCONCLUSIVE, small["reason"]
 
 
+def test_inclusion_bias_compares_label_shares_per_filter() -> None:
+    from forecast_env.eval.audit_structure import inclusion_bias, yes_share_gap_is_large
+
+    yn = ["Yes", "No"]
+    kept = [{"type": "binary", "options": yn, "label": "Yes" if i < 3 else "No"} for i in range(12)]
+    kept.append({"type": "multi", "options": ["A", "B", "C", "D"], "label": "B"})
+    excluded = [{"stage": "signal", "reason": "nearly_certain", "type": "binary", "options": yn, "label": "Yes"}
+                for _ in range(12)]
+    excluded.append({"stage": "parse", "reason": "bad_json", "type": None, "options": [], "label": None})
+    rows = {r["group"]: r for r in inclusion_bias(kept, excluded)}
+    assert rows["kept"]["binary_yes_share"] == 0.25 and rows["kept"]["multi_chance"] == 0.25
+    sig = rows["excluded signal/nearly_certain"]
+    assert sig["binary_yes_share"] == 1.0 and sig["yes_share_minus_kept"] == 0.75
+    assert yes_share_gap_is_large(sig, rows["kept"]["binary"])
+    assert rows["excluded parse/bad_json"]["with_label"] == 0
+    assert not yes_share_gap_is_large(rows["excluded parse/bad_json"], rows["kept"]["binary"])
+
+
 # ---------------------------------------------------------------------------------------------
 # the text detector: precision and recall on planted sentences
 # ---------------------------------------------------------------------------------------------
