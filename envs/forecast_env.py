@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +26,9 @@ from forecast_env.envs.text_space import UnicodeText, dump_observation
 from forecast_env import scoring
 from forecast_env.config import load_config
 from forecast_env.errors import EventsError, ForecastEnvError
+
+if TYPE_CHECKING:
+    from forecast_env.retrieval import Searcher
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +151,7 @@ class ForecastEnv(gym.Env):
         split: str | None = None,
         config: Mapping[str, Any] | None = None,
         event_ids: Sequence[str] | None = None,
-        searcher: Any = None,
+        searcher: Searcher | None = None,
         **overrides: Any,
     ) -> None:
         merged = dict(config or {})
@@ -182,7 +185,7 @@ class ForecastEnv(gym.Env):
     # -- public helpers -----------------------------------------------------------------------
 
     @property
-    def searcher(self) -> Any:
+    def searcher(self) -> Searcher:
         """The retrieval backend (opened on first use)."""
         if self._searcher is None:
             from forecast_env.retrieval import Searcher

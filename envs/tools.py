@@ -17,9 +17,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forecast_env.errors import FutureArticleError, UnknownArticleError
+
+if TYPE_CHECKING:
+    from forecast_env.retrieval import Searcher
+    from forecast_env.retrieval.searcher import Hit
 
 TOOL_NAMES = ("search", "open_article", "notebook_add", "notebook_supersede", "forecast")
 #: World mode's tools (docs/design.md §5 "World mode"): `forecast` names its question.
@@ -318,7 +322,7 @@ def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: s
 # ---------------------------------------------------------------------------------------------
 
 
-def hit_record(hit: Any) -> dict[str, Any]:
+def hit_record(hit: Hit) -> dict[str, Any]:
     """One search hit as a dict with `day` a `date`."""
     return {
         "doc_id": hit.doc_id,
@@ -331,7 +335,7 @@ def hit_record(hit: Any) -> dict[str, Any]:
     }
 
 
-def run_search(searcher: Any, as_of: date, query: str, k: int, mode: str) -> dict[str, Any]:
+def run_search(searcher: Searcher, as_of: date, query: str, k: int, mode: str) -> dict[str, Any]:
     """Search as of the forecast date; hits dated after it (never expected) are dropped."""
     hits = searcher.search(query, as_of=as_of, k=k, mode=mode)
     records = [hit_record(h) for h in hits if h.day <= as_of]
@@ -346,7 +350,7 @@ def unreadable(doc_id: str, as_of: date) -> ActionError:
                        "use a doc_id from this date's search hits")
 
 
-def run_open_article(searcher: Any, as_of: date, doc_id: str, article_chars: int) -> dict[str, Any]:
+def run_open_article(searcher: Searcher, as_of: date, doc_id: str, article_chars: int) -> dict[str, Any]:
     """Read one article as of the forecast date, body capped at `article_chars`.
 
     The searcher decides what can be read (its hide switch covers leak-flagged and market-quoting

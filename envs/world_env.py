@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +23,9 @@ from forecast_env.envs.world import World, WorldQuestion, load_world
 from forecast_env import scoring
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
+
+if TYPE_CHECKING:
+    from forecast_env.retrieval import Searcher
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ class ForecastWorldEnv(gym.Env):
 
     def __init__(self, workspace: str | Path, split: str | None = None, start: str | date | None = None,
                  end: str | date | None = None, config: Mapping[str, Any] | None = None,
-                 event_ids: Sequence[str] | None = None, searcher: Any = None, **overrides: Any) -> None:
+                 event_ids: Sequence[str] | None = None, searcher: Searcher | None = None, **overrides: Any) -> None:
         merged = dict(config or {})
         merged.update(overrides)
         if split is not None:
@@ -141,7 +144,7 @@ class ForecastWorldEnv(gym.Env):
         return f"world-{self.split}-{self.world.start.isoformat()}-{self.world.end.isoformat()}"
 
     @property
-    def searcher(self) -> Any:
+    def searcher(self) -> Searcher:
         """The retrieval backend (opened on first use)."""
         if self._searcher is None:
             from forecast_env.retrieval import Searcher
