@@ -383,3 +383,28 @@ def test_world_mode_benchmark_on_a_tiny_world(capsys):
 
     with capsys.disabled():
         assert bench_world.main(["--preset", "tiny", "--seed", "0"]) == 0
+
+
+def test_fuzzed_actions_never_raise_nor_fail_inside(ws, searcher):
+    """Garbage, wrong types, world tools with random arguments: error observations, never an internal error."""
+    import math
+    import random
+
+    from test_env import _fuzz_action, _garbage
+
+    rng = random.Random(7)
+    env = make(ws, searcher, end="2026-03-18", world_calls_per_question=1)
+    obs, info = env.reset(seed=0)
+    tools = ["get_question", "list_questions", "forecast", "next_day", "notebook_add"]
+    for i in range(3000):
+        if i % 3:
+            action = _fuzz_action(rng, ["Yes", "No"])
+        else:
+            action = {"tool": rng.choice(tools), "args": {k: _garbage(rng) for k in rng.sample(
+                ["question_id", "page", "probabilities", "claim", "date_observed", "doc_ids", "question_ids"],
+                rng.randrange(0, 4))}}
+        obs, reward, done, _, info = env.step(action)
+        assert env.observation_space.contains(obs) and math.isfinite(reward)
+        assert info["error_kind"] != "internal", info["error"]
+        if done:
+            obs, info = env.reset()
