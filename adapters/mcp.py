@@ -37,7 +37,7 @@ from forecast_env.eval import runner
 
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
-from forecast_env.store import Workspace, atomic_write_json, atomic_write_text
+from forecast_env.store import Workspace, atomic_write_json
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +81,17 @@ class HarnessSession:
         self.world = world
         self._lock = threading.Lock()
         self.env_config = load_config("env", overrides=dict(env_config or {}))
-        self.env = self._make_env(world, dict(world_options or {}))
+        world_options = dict(world_options or {})
+        self.env = self._make_env(world, world_options)
+        world_rec = None
         if world:
-            self.event_ids = [str(world_options.get("name", "world")) if world_options else "world"]
+            from forecast_env.envs.world import load_world
+
+            w = load_world(self.ws.root, split, world_options.get("start"), world_options.get("end"))
+            self.event_ids = [q.question_id for q in w.questions]
+            world_rec = {"start": w.start.isoformat(), "end": w.end.isoformat(),
+                         "world_id": f"world-{split}-{w.start.isoformat()}-{w.end.isoformat()}"}
+            self.units = [world_rec["world_id"]]  # one episode: the whole world
         else:
             ids = list(event_ids) if event_ids else list(self.env.event_ids)
             unknown = [e for e in ids if e not in set(self.env.event_ids)]
@@ -93,6 +101,7 @@ class HarnessSession:
             if not ids:
                 raise ForecastEnvError(f"split {split!r} of {self.ws.root} has no events to serve")
             self.event_ids = ids
+            self.units = ids
         # the environment's specs are in OpenAI function-calling format: serve their `function` part as is
         self.tool_specs: list[dict[str, Any]] = [OBSERVE_SPEC, *(s.get("function", s) for s in self.env.unwrapped.tool_specs)]
         self._names = {s["name"] for s in self.tool_specs}
@@ -105,7 +114,7 @@ class HarnessSession:
             raise ForecastEnvError(f"{self.run_dir} exists; give a new --run-id (an MCP run is never resumed: "
                                    "a harness keeps its own memory)")
         self.record = {**rec, "run_id": self.run_id, "session": "harness", "engine": "mcp",
-                       "mode": "world" if world else "episode", "status": "running"}
+                       "mode": "world" if world else "episode", "world": world_rec, "status": "running"}
         self.run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.run_dir / "run.json", self.record)
         self._cursor = 0
@@ -113,7 +122,7 @@ class HarnessSession:
         self._episode_started = time.perf_counter()
         self._finished: list[str] = []
         self._closed = False
-        self._obs = self._start(self.event_ids[0])
+        self._obs = self._start(self.units[0])
         self._warm_up()
 
     # -- the protocol ---------------------------------------------------------------------------
@@ -138,7 +147,7 @@ class HarnessSession:
         if size > MAX_ARGUMENT_BYTES:
             raise ToolCallError(f"{name}: arguments are {size:,} bytes; the limit is {MAX_ARGUMENT_BYTES:,}")
         if self._obs is None:
-            raise ToolCallError(f"all {len(self.event_ids)} episode(s) of this session are finished; the run is "
+            raise ToolCallError(f"all {len(self.units)} episode(s) of this session are finished; the run is "
                                 f"recorded in {self.run_dir}")
         if name == "observe":
             if args:
@@ -165,8 +174,8 @@ class HarnessSession:
                 self._finish_episode(complete=False)
             self._closed = True
             done = len(self._finished)
-            self.record.update(status="complete" if self._obs is None and done == len(self.event_ids) else "incomplete",
-                               episodes_total=len(self.event_ids), episodes_done=done,
+            self.record.update(status="complete" if self._obs is None and done == len(self.units) else "incomplete",
+                               episodes_total=len(self.units), episodes_done=done,
                                seconds=round(time.perf_counter() - self._started, 3))
             atomic_write_json(self.run_dir / "run.json", self.record)
             self.env.close()
@@ -205,21 +214,17 @@ class HarnessSession:
 
     def _next_episode(self) -> str | None:
         self._cursor += 1
-        if self._cursor >= len(self.event_ids):
+        if self._cursor >= len(self.units):
             return None
-        return self._start(self.event_ids[self._cursor])
+        return self._start(self.units[self._cursor])
 
     def _finish_episode(self, complete: bool) -> None:
-        event_id = self.event_ids[self._cursor]
-        episode = self.env.unwrapped.episode_log()
-        task = runner.Task(self.label, event_id, 0)
-        part = {"version": runner.PART_VERSION, "run_id": self.run_id, "agent": self.label, "event_id": event_id,
-                "rollout": 0, "seed": 0, "seconds": round(time.perf_counter() - self._episode_started, 3),
-                "forecasts": episode["forecasts"], "tool_calls": episode["tool_calls"],
-                "notebook": episode["notebook"], "steps": episode["steps"], "messages": None,
-                "session": "harness", "complete": complete}
-        atomic_write_text(runner.part_path(self.run_dir, task), json.dumps(part, default=str))
-        self._finished.append(event_id)
+        unit = self.units[self._cursor]
+        ctx = {"run_id": self.run_id, "run_dir": str(self.run_dir)}
+        runner.write_part(ctx, runner.Task(self.label, unit, 0), self.env.unwrapped.episode_log(), None, 0,
+                          round(time.perf_counter() - self._episode_started, 3),
+                          extra={"session": "harness", "complete": complete})
+        self._finished.append(unit)
         runner.consolidate(self.run_dir, self.ws.root, self.run_id, self.event_ids)
 
 

@@ -149,14 +149,17 @@ def _agent(ctx: dict[str, Any], label: str) -> Any:
                       world=ctx.get("mode") == "world", **kwargs)
 
 
-def _write_part(ctx: dict[str, Any], task: Task, log_: dict[str, Any], messages: Any, seed: int,
-                seconds: float) -> dict[str, Any]:
+def write_part(ctx: Mapping[str, Any], task: Task, log_: dict[str, Any], messages: Any, seed: int,
+               seconds: float, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Store one finished (or, for a harness that left, partial) episode as the run's part file; `ctx` needs
+    `run_id` and `run_dir`, `extra` adds keys (e.g. `session`, `complete`)."""
     part = {"version": PART_VERSION, "run_id": ctx["run_id"], "agent": task.label, "event_id": task.event_id,
             "rollout": task.rollout, "seed": seed, "seconds": seconds, "forecasts": log_["forecasts"],
             "tool_calls": log_["tool_calls"], "notebook": log_["notebook"], "steps": log_["steps"],
             "messages": messages, "mode": log_.get("mode", "episode")}
     if part["mode"] == "world":  # the per-day and per-question score rows
         part.update(days=log_["days"], questions=log_["questions"])
+    part.update(extra or {})
     atomic_write_text(part_path(Path(ctx["run_dir"]), task), json.dumps(part, default=str))
     return {"task": asdict(task), "error": None, "n_forecasts": len(log_["forecasts"]), "seconds": seconds}
 
@@ -175,7 +178,7 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
         env.unwrapped.rollout = task.rollout  # reset() keeps it (run_episode passes only the event id)
         run_episode(env, agent, seed=seed, event_id=None if ctx.get("mode") == "world" else task.event_id)
         messages = getattr(agent, "messages", None)
-        return _write_part(ctx, task, env.unwrapped.episode_log(), messages, seed, time.perf_counter() - started)
+        return write_part(ctx, task, env.unwrapped.episode_log(), messages, seed, time.perf_counter() - started)
     except Exception as exc:
         log.warning("episode %s failed", task, exc_info=True)
         return {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"[:2000], "n_forecasts": 0,
@@ -223,7 +226,7 @@ async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, b
             env.unwrapped.rollout = task.rollout
             await arun_episode(env, agent, seed=seed,
                                event_id=None if ctx.get("mode") == "world" else task.event_id)
-            res = _write_part(ctx, task, env.unwrapped.episode_log(), getattr(agent, "messages", None), seed,
+            res = write_part(ctx, task, env.unwrapped.episode_log(), getattr(agent, "messages", None), seed,
                               time.perf_counter() - started)
         except Exception as exc:
             log.warning("episode %s failed", task, exc_info=True)

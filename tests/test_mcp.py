@@ -318,3 +318,42 @@ def test_sandboxed_harness_reaches_only_the_server(micro_events: Path, tmp_path:
     rec = json.loads((ws / "runs" / "mcp-sandbox" / "run.json").read_text())
     assert rec["status"] == "complete"
     assert pl.read_parquet(ws / "runs" / "mcp-sandbox" / "forecasts.parquet").height == steps
+
+
+@pytest.mark.slow
+def test_world_mode_over_stdio(micro_events: Path) -> None:
+    """--world: the shared clock's tools (next_day, get_question) over MCP, recorded as a world run."""
+    ws = micro_events
+    params = StdioServerParameters(command=sys.executable, args=_server_args(ws, "mcp-world", "--world"), env=_env())
+
+    async def main() -> tuple[set[str], list[dict], int]:
+        seen: list[dict] = []
+        async with Client(stdio_client(params)) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            days = 0
+            while True:
+                obs = json.loads(_text(await client.call_tool("observe", {})))
+                seen.append(obs)
+                for q in obs.get("questions") or []:
+                    if q["question_id"] not in (obs.get("standing") or {}):
+                        seen.append(json.loads(_text(await client.call_tool("get_question", {
+                            "question_id": q["question_id"]}))))
+                        seen.append(json.loads(_text(await client.call_tool("forecast", {
+                            "question_id": q["question_id"],
+                            "probabilities": [1.0] * len(q["options"])}))))
+                reply = json.loads(_text(await client.call_tool("next_day", {})))
+                seen.append(reply)
+                days += 1
+                if "last_observation" in reply:  # the world's last day has ended
+                    break
+        return names, seen, days
+
+    names, seen, days = asyncio.run(main())
+    assert {"observe", "next_day", "get_question", "forecast", "search"} <= names
+    assert not (_keys(seen) & SCORE_KEYS)
+    run_dir = ws / "runs" / "mcp-world"
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["mode"] == "world" and rec["session"] == "harness" and rec["status"] == "complete"
+    forecasts = pl.read_parquet(run_dir / "forecasts.parquet")
+    assert forecasts.height > 0 and forecasts["brier"].null_count() == 0
+    assert days > 1 and (run_dir / "world_days.parquet").exists()
