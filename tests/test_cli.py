@@ -89,7 +89,7 @@ def test_every_command_declares_the_sections_it_reads():
     for path, p in _subparsers(build_parser()):
         if "--set" in _options(p):
             reads = p.get_default("config_sections")
-            assert reads and set(reads) < set(SECTIONS) or path == ("demo",), (path, reads)
+            assert (reads and set(reads) < set(SECTIONS)) or path == ("demo",), (path, reads)
 
 
 def test_search_mode_has_choices(tmp_path):
