@@ -7,8 +7,8 @@ never processed twice and a killed build resumes. Then every part of the inputs 
 (SPEC 2.8) runs over the whole corpus, and the month shards are written (only those whose content
 changed), with the dropped records, a doc-id index, the funnel report and the manifest.
 
-Executors are separate from the per-file function: a local process pool (`engine="local"`) or Ray
-Data (`engine="ray"`) run the same `process_warc`.
+Executors are separate from the per-file function: the core executor (`forecast_env.executor`: a
+spawned process pool for `engine="local"`, Ray actors for `engine="ray"`) runs the same `run_part`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from forecast_env.corpus_build.warc import ReadDrop, WarcReader
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
 from forecast_env.errors import CorpusError
+from forecast_env.executor import map_unordered
 from forecast_env.store import (
     Workspace,
     atomic_write_bytes,
@@ -244,9 +243,9 @@ def run_part(path: str, parts_dir: str, key: str, config: dict[str, Any]) -> dic
     return counters
 
 
-def _ray_task(row: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    counters = run_part(row["path"], row["parts_dir"], row["key"], config)
-    return {"path": row["path"], "seconds": float(counters["seconds"])}
+def _run_part_task(task: tuple[str, str, str, dict[str, Any]]) -> str:
+    run_part(*task)
+    return task[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,60 +253,21 @@ def _ray_task(row: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_local(tasks: list[tuple[str, str, str]], cfg: dict, workers: int, progress: bool,
-               on_file_done: Callable[[str], None] | None) -> None:
+def _process_files(tasks: list[tuple[str, str, str]], cfg: dict, engine: str, workers: int, progress: bool,
+                   ray_address: str | None, on_file_done: Callable[[str], None] | None) -> None:
+    """Run `run_part` over the pending files on the core executor (local pool or Ray), one bar."""
     from tqdm import tqdm
 
     bar = tqdm(total=len(tasks), desc="WARC files", unit="file", disable=not progress)
     try:
-        if workers <= 1 or len(tasks) <= 1:
-            for path, parts_dir, key in tasks:
-                run_part(path, parts_dir, key, cfg)
-                bar.update(1)
-                if on_file_done:
-                    on_file_done(path)
-            return
-        # spawn: the parent holds polars/Arrow thread pools, which fork would copy mid-state
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
-            futures = {pool.submit(run_part, path, parts_dir, key, cfg): path for path, parts_dir, key in tasks}
-            for fut in as_completed(futures):
-                fut.result()
-                bar.update(1)
-                if on_file_done:
-                    on_file_done(futures[fut])
+        for path in map_unordered(_run_part_task, [(p, d, k, cfg) for p, d, k in tasks], engine=engine,
+                                  workers=workers, threads=None, ray_address=ray_address, error=CorpusError,
+                                  broken_advice="Rerun the build: finished files are kept."):
+            bar.update(1)
+            if on_file_done:
+                on_file_done(path)
     finally:
         bar.close()
-
-
-def _run_ray(tasks: list[tuple[str, str, str]], cfg: dict, workers: int, progress: bool,
-             address: str | None) -> None:
-    try:
-        import ray
-        import ray.data
-    except ImportError as exc:
-        raise CorpusError(
-            "engine 'ray' needs Ray: install the distributed extra (pip install 'forecast-env[distributed]') "
-            "or use --engine local"
-        ) from exc
-    started = False
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        if address:
-            kwargs["address"] = address
-        else:
-            kwargs["num_cpus"] = workers
-        ray.init(**kwargs)
-        started = True
-    try:
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = progress
-        items = [{"path": p, "parts_dir": d, "key": k} for p, d, k in tasks]
-        ds = ray.data.from_items(items, override_num_blocks=len(items))
-        ds.map(_ray_task, fn_kwargs={"config": cfg}).take_all()
-    finally:
-        if started:
-            ray.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,13 +344,7 @@ def build_corpus(
     pending = [(str(p), str(ws.parts_dir), keys[p]) for p in inputs if not part_done(all_parts[p])]
     t_proc = time.perf_counter()
     if pending:
-        if engine == "ray":
-            _run_ray(pending, cfg, workers, progress, exec_cfg.get("ray_address"))
-            if on_file_done:
-                for path, _, _ in pending:
-                    on_file_done(path)
-        else:
-            _run_local(pending, cfg, workers, progress, on_file_done)
+        _process_files(pending, cfg, engine, workers, progress, exec_cfg.get("ray_address"), on_file_done)
     t_merge = time.perf_counter()
 
     # merge the parts of every input

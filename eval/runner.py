@@ -32,11 +32,8 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +43,7 @@ import pyarrow as pa
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
 from forecast_env.errors import ForecastEnvError, RunError
+from forecast_env.executor import map_unordered
 from forecast_env.store import (
     Workspace,
     atomic_write_json,
@@ -183,18 +181,6 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
         log.warning("episode %s failed", task, exc_info=True)
         return {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"[:2000], "n_forecasts": 0,
                 "seconds": time.perf_counter() - started}
-
-
-def _ray_task(ctx: dict[str, Any], task_d: dict[str, Any]) -> dict[str, Any]:
-    _init_worker(ctx)
-    return _run_task(task_d)
-
-
-def _pool_init(ctx: dict[str, Any]) -> None:
-    # one compute thread per worker process: the pool already fills the cores
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
-    _init_worker(ctx)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,66 +421,22 @@ def _execute(ctx: dict[str, Any], todo: list[Task], workers: int, engine: str, c
         rest = [t for t in todo if t.label not in ctx["asynchronous"]]
         results: list[dict] = []
         if rest:
-            if engine == "ray":
-                results += _execute_ray(ctx, rest, workers, bar, ray_address)
-            elif workers <= 1 or len(rest) <= 1:
-                _init_worker(ctx)
-                for t in rest:
-                    results.append(_run_task(asdict(t)))
-                    if bar is not None:
-                        bar.update(1)
-            else:
-                results += _execute_pool(ctx, rest, workers, bar)
+            # the core executor: in this process, a spawned pool or Ray actors; one compute thread per
+            # worker (the pool fills the cores); `_init_worker` opens the environment once per worker
+            advice = ("Finished episodes are saved: rerun with the same run id to resume. A script calling "
+                      "run_benchmark with workers > 1 needs the __main__ guard (or use workers=1).")
+            for result in map_unordered(_run_task, [asdict(t) for t in rest], engine=engine, workers=workers,
+                                        setup=_init_worker, setup_args=(ctx,), threads=1, ray_address=ray_address,
+                                        error=RunError, broken_advice=advice):
+                results.append(result)
+                if bar is not None:
+                    bar.update(1)
         if llm:
             results += asyncio.run(_run_async(ctx, llm, concurrency, bar))
         return results
     finally:
         if bar is not None:
             bar.close()
-
-
-def _execute_pool(ctx: dict[str, Any], tasks: list[Task], workers: int, bar: Any) -> list[dict]:
-    results = []
-    n = min(workers, len(tasks))
-    try:
-        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=_pool_init,
-                                 initargs=(ctx,)) as pool:
-            futures = [pool.submit(_run_task, asdict(t)) for t in tasks]
-            for fut in as_completed(futures):
-                results.append(fut.result())
-                if bar is not None:
-                    bar.update(1)
-    except BrokenProcessPool as exc:
-        raise RunError(
-            f"a worker process died after {len(results)} of {len(tasks)} episodes (finished ones are saved: rerun "
-            "with the same run id to resume). Workers are spawned: a script calling run_benchmark with workers > 1 "
-            "needs an `if __name__ == \"__main__\":` guard; out of memory is the other usual cause (use fewer "
-            "workers, or workers=1)") from exc
-    return results
-
-
-def _execute_ray(ctx: dict[str, Any], tasks: list[Task], workers: int, bar: Any,
-                 address: str | None = None) -> list[dict]:
-    try:
-        import ray
-    except ImportError as exc:
-        raise RunError("engine 'ray' needs Ray: pip install 'forecast-env[distributed]' (or use engine local)") from exc
-    if not ray.is_initialized():
-        if address:  # an existing cluster: its own resources decide the parallelism
-            ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    # one compute thread per task, as in the local pool
-    remote = ray.remote(num_cpus=1, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})(_ray_task)
-    ctx_ref = ray.put(ctx)
-    pending = [remote.remote(ctx_ref, asdict(t)) for t in tasks]
-    results = []
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        results.extend(ray.get(done))
-        if bar is not None:
-            bar.update(len(done))
-    return results
 
 
 # ---------------------------------------------------------------------------------------------

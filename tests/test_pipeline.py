@@ -200,6 +200,34 @@ def test_ray_engine_equals_local(world: list[Path], full_ws: Path, tmp_path: Pat
     ws = tmp_path / "ray"
     build_corpus(world, ws, workers=2, engine="ray", progress=False)
     assert _outputs(ws) == _outputs(full_ws)
+    import ray
+
+    assert not ray.is_initialized()  # the core executor shuts down a Ray it started
+
+
+def _pid_and_threads(_: int) -> tuple[int, str]:
+    import os
+
+    return os.getpid(), os.environ.get("OMP_NUM_THREADS", "")
+
+
+def _die(_: int) -> None:
+    import os
+
+    os._exit(3)
+
+
+def test_executor_pool_shares_threads_and_reports_a_dead_worker() -> None:
+    from forecast_env.errors import CorpusError
+    from forecast_env.executor import map_unordered
+
+    out = list(map_unordered(_pid_and_threads, range(6), workers=2, threads=1))
+    assert len(out) == 6 and len({pid for pid, _ in out}) <= 2 and {t for _, t in out} == {"1"}
+    assert list(map_unordered(_pid_and_threads, [0], workers=4))[0][0] == __import__("os").getpid()  # one item: here
+    with pytest.raises(CorpusError, match="worker process died after 0 of 2 items.*finished files are kept"):
+        list(map_unordered(_die, range(2), workers=2, error=CorpusError, broken_advice="finished files are kept"))
+    with pytest.raises(CorpusError, match="engine 'spark' is not known"):
+        list(map_unordered(_die, range(2), engine="spark", error=CorpusError))
 
 
 @pytest.mark.slow
