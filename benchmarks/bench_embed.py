@@ -39,9 +39,9 @@ def workspace_texts(workspace: Path, n: int) -> list[str]:
 def generated_texts(n: int, seed: int = 0) -> list[str]:
     """News-like texts of very uneven length (60..900 words)."""
     rng = np.random.default_rng(seed)
-    words = ("the senate vote on the budget bill was delayed again as lawmakers argued over spending hurricane "
-             "season forecasters warned coastal towns of flooding and storm surge while the central bank held "
-             "rates steady citing inflation and a slowing labour market").split()
+    words = ["the", "senate", "vote", "on", "budget", "bill", "was", "delayed", "as", "lawmakers", "argued", "over",
+             "spending", "hurricane", "forecasters", "warned", "coastal", "towns", "of", "flooding", "and", "storm",
+             "surge", "central", "bank", "held", "rates", "steady", "citing", "inflation", "labour", "market"]
     return [" ".join(rng.choice(words, int(rng.integers(60, 900)))) for _ in range(n)]
 
 

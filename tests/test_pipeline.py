@@ -223,7 +223,7 @@ def test_executor_pool_shares_threads_and_reports_a_dead_worker() -> None:
 
     out = list(map_unordered(_pid_and_threads, range(6), workers=2, threads=1))
     assert len(out) == 6 and len({pid for pid, _ in out}) <= 2 and {t for _, t in out} == {"1"}
-    assert list(map_unordered(_pid_and_threads, [0], workers=4))[0][0] == __import__("os").getpid()  # one item: here
+    assert next(map_unordered(_pid_and_threads, [0], workers=4))[0] == __import__("os").getpid()  # one item: here
     with pytest.raises(CorpusError, match="worker process died after 0 of 2 items.*finished files are kept"):
         list(map_unordered(_die, range(2), workers=2, error=CorpusError, broken_advice="finished files are kept"))
     with pytest.raises(CorpusError, match="engine 'spark' is not known"):
