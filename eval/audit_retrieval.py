@@ -110,17 +110,20 @@ class _Reference:
 
 
 def cached_vectors(index_dir: Path, months: Sequence[dict[str, Any]]) -> np.ndarray | None:
-    """Every article vector stored in the month shards, in global row order (None when unreadable)."""
+    """Every article vector stored in the exact month shards, in global row order (None when a shard
+    cannot be read back)."""
     import faiss
 
+    from forecast_env.retrieval.layout import IndexLayout
+
+    layout = IndexLayout(index_dir)
     parts = []
     for m in months:
-        path = index_dir / "dense" / f"{m['month']}.faiss"
         try:
-            idx = faiss.read_index(str(path))
+            idx = faiss.read_index(str(layout.dense(m["month"])))
+            parts.append(idx.reconstruct_n(0, idx.ntotal) if idx.ntotal else np.zeros((0, idx.d), np.float32))
         except Exception:
             return None
-        parts.append(idx.reconstruct_n(0, idx.ntotal) if idx.ntotal else np.zeros((0, idx.d), np.float32))
     return np.vstack(parts).astype(np.float32) if parts else None
 
 
