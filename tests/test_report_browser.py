@@ -213,3 +213,19 @@ def test_the_check_catches_a_broken_image_and_a_console_error(tmp_path):
     seen = check_page(page, CHROMIUM)
     assert seen.broken_images == ["broken"]
     assert any("planted error" in e for e in seen.errors)
+
+
+if __name__ == "__main__":  # check any report by hand: python tests/test_report_browser.py REPORT.html [SHOT.png]
+    import sys
+
+    if CHROMIUM is None:
+        sys.exit("no Chromium found (apt-get install -y chromium, or set FORECAST_ENV_CHROMIUM)")
+    seen = check_page(Path(sys.argv[1]), CHROMIUM)
+    if len(sys.argv) > 2:
+        Path(sys.argv[2]).write_bytes(seen.screenshot)
+    w, h = png_size(seen.screenshot)
+    print(f"{len(seen.images)} images, {len(seen.broken_images)} broken, {len(seen.errors)} console errors, "
+          f"page screenshot {w}x{h} px, blank: {png_is_blank(seen.screenshot)}")
+    for e in seen.errors:
+        print("  console:", e)
+    sys.exit(1 if seen.broken_images or seen.errors else 0)
