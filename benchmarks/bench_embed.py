@@ -68,13 +68,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--backends", default="torch,onnx,onnx-int8,static")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--dump", type=Path, default=None,
+                    help="write each backend's vectors (all texts, and --queries) to DIR/<backend>.npz")
+    ap.add_argument("--queries", type=Path, default=None, help="JSON list of queries embedded for --dump")
     args = ap.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["OMP_NUM_THREADS"] = str(threads)
     from forecast_env.retrieval.dense import Embedder
 
     if args.texts:
-        texts = json.loads(args.texts.read_text())[: args.n]
+        texts = json.loads(args.texts.read_text())[: args.n or None]
     else:
         texts = workspace_texts(args.workspace, args.n) if args.workspace else generated_texts(args.n)
     queries = [f"{a} {b} latest news {i}" for i, (a, b) in enumerate(zip(
@@ -100,6 +103,10 @@ def main() -> None:
         if ref is not None:
             row["x_torch"] = round(docs_s / ref[1], 2)
         results[name] = row
+        if args.dump:
+            args.dump.mkdir(parents=True, exist_ok=True)
+            extra = json.loads(args.queries.read_text()) if args.queries else []
+            np.savez(args.dump / f"{name}.npz", docs=vecs, queries=emb.encode_queries(extra) if extra else vecs[:0])
         print(f"{name:10} {docs_s:9.1f} {row.get('x_torch', float('nan')):8.2f} {q_ms:9.2f} "
               f"{row.get('cos_mean', float('nan')):9.4f} {row.get('cos_min', float('nan')):8.4f}", flush=True)
     if args.json:
