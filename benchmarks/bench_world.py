@@ -1,9 +1,9 @@
 """World mode on a sample world: how fast the clock walks, and does reading the news pay there too?
 
-    python benchmarks/bench_world.py [--preset tiny] [--seed 0] [--cache DIR] [--split eval]
+    python benchmarks/bench_world.py [--preset tiny] [--seed 0] [--cache DIR] [--split eval] [--workspace WS]
 
-Builds (or reuses, like bench_acceptance.py) the workspace of one sample world, then measures in one
-run:
+Builds (or reuses, like bench_acceptance.py) the workspace of one sample world, or takes `--workspace`
+(e.g. the `tiny` world that `make demo` builds), then measures in one run:
 
 1. Speed: a scripted agent that sets a standing forecast (depending on the date and the question)
    on every listed question every day and calls `next_day`, walking the split's whole calendar in
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=str(bench_acceptance.DEFAULT_CACHE))
     ap.add_argument("--split", default="eval")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workspace", default=None, help="an existing workspace (skips building the world)")
     args = ap.parse_args(argv)
     from forecast_env.eval.runner import run_benchmark
 
@@ -95,14 +96,18 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(args.cache) / bench_acceptance.builder_hash()
     t0 = time.perf_counter()
-    ws = bench_acceptance.build_world(root / f"{args.preset}-seed{args.seed}", args.preset, args.seed, args.workers)
+    if args.workspace:
+        ws = Path(args.workspace)
+    else:
+        ws = bench_acceptance.build_world(root / f"{args.preset}-seed{args.seed}", args.preset, args.seed,
+                                          args.workers)
     build_s = time.perf_counter() - t0
     searcher = Searcher.open(ws)
     world_rows, world_s, world_steps, days = walk_world(ws, args.split, searcher)
     ids = sorted({r["event_id"] for r in world_rows})
     ep_rows, ep_s, ep_steps = walk_episodes(ws, args.split, ids, searcher)
     same = _table(world_rows) == _table(ep_rows)
-    print(f"preset {args.preset} seed {args.seed}, split {args.split} (workspace {ws}, built/reused in {build_s:.0f} s)\n")
+    print(f"split {args.split}, workspace {ws} (built/reused in {build_s:.0f} s)\n")
     print("| scripted agent | events | scored rows | days | env steps | seconds | steps/s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     print(f"| world mode (every listed question, every day) | {len(ids)} | {len(world_rows)} | {days} | {world_steps} "

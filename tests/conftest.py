@@ -60,3 +60,18 @@ def micro_events(micro_index: Path, micro_world: Path) -> Path:
 
     build_events(micro_world / "polymarket", micro_index, progress=False)
     return micro_index
+
+
+@pytest.fixture(scope="session")
+def gate_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `gate` world of seed 0, built once per session: the acceptance gate's world, shared by its
+    episode-mode check (test_acceptance.py) and its world-mode check (test_world.py). With
+    FORECAST_ENV_ACCEPTANCE_DIR set it is reused across runs (keyed by the builders' code)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_acceptance
+
+    cache = os.environ.get("FORECAST_ENV_ACCEPTANCE_DIR")
+    root = Path(cache) / bench_acceptance.builder_hash() if cache else tmp_path_factory.mktemp("gate")
+    return bench_acceptance.build_world(root / "gate-seed0", "gate", 0, workers=1)

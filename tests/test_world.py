@@ -354,21 +354,22 @@ def test_play_world_through_stdin(ws, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_retrieval_beats_uniform_in_world_mode_on_micro(micro_events):
-    """The fast check of the suite: on the micro world, reading the news beats the uniform forecast in
-    world mode too (mean Brier on the scheduled dates, events weighted equally). The interval version
-    runs on a tiny world in `make bench` (benchmarks/bench_world.py)."""
+@pytest.mark.timeout(1800)  # shares the gate world's build with test_acceptance.py
+def test_retrieval_beats_uniform_in_world_mode_on_the_gate_world(gate_events):
+    """The suite's check: on the acceptance gate's world (eval calendar, 34 events), reading the news beats the
+    uniform forecast in world mode too (mean Brier on the scheduled dates, events weighted equally). The
+    interval version runs on a tiny world in `make bench` (benchmarks/bench_world.py)."""
     import polars as pl
     from forecast_env.eval.runner import run_benchmark
 
-    run_dir = run_benchmark(micro_events, ["uniform", "retrieval"], split="eval", workers=1, run_id="world-micro",
+    run_dir = run_benchmark(gate_events, ["uniform", "retrieval"], split="eval", workers=1, run_id="world-gate",
                             progress=False, mode="world")
     f = pl.read_parquet(run_dir / "forecasts.parquet").filter(~pl.col("missing"))
     assert f["fallback"].null_count() == f.height  # every scheduled question had a standing forecast
     per_event = f.group_by("agent", "event_id").agg(pl.col("brier").mean()).group_by("agent").agg(
         pl.col("brier").mean(), pl.len().alias("events"))
     brier = dict(zip(per_event["agent"].to_list(), per_event["brier"].to_list()))
-    assert per_event["events"].min() >= 3, per_event
+    assert per_event["events"].min() >= 30, per_event
     assert brier["retrieval"] < brier["uniform"], brier
 
 
