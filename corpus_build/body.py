@@ -1,24 +1,19 @@
-"""The article body of a parsed page (stage 2, docs/design.md §2): a fast extractor of our own that
-checks its own result and hands doubtful pages to trafilatura.
+"""The article body of a parsed page (stage 2; definitions in docs/design.md §2.extraction): a fast
+extractor of our own that checks its own result and hands doubtful pages to trafilatura.
 
-Our pass (one walk over the tree):
+1. Blocks: ``<p>``, headings, ``<li>``, ``<blockquote>``, ``<pre>``; *text divs* (a ``<div>``,
+   ``<section>`` or ``<td>`` with inline content only: many sites write paragraphs as
+   ``<div class="...__paragraph">`` or ``<div data-component="text-block">``); *loose runs* (text
+   written straight into a container between its blocks, as old table layouts do).
+2. The root: ``itemprop=articleBody``, else the ``<article>`` with the most block text (unless the
+   densest cluster holds more than twice as much), else the densest cluster of prose.
+3. The root's blocks without boilerplate: tags (nav, aside, figure, ...) and class/id names read by
+   their parts (``l-sidebar-fixed`` -> l, sidebar, fixed). A named element that holds most of the
+   root's prose is a layout wrapper and stays; comment threads and photo galleries never do.
 
-1. Candidate blocks: ``<p>``, headings, ``<li>``, ``<blockquote>``, ``<pre>``, and *text divs*
-   (``<div>``/``<section>``/``<span>``-free leaves whose children are inline only), since many sites write
-   paragraphs as ``<div class="...__paragraph">`` or ``<div data-component="text-block">``.
-2. The root: ``itemprop=articleBody``, else the ``<article>`` with the most block text, else the
-   element where paragraph text is densest (each block of >= 25 characters that is not mostly link
-   text scores its parent fully and its grandparent half).
-3. The blocks under the root, without boilerplate subtrees. Boilerplate is a tag (nav, aside,
-   footer, figure, ...) or a class/id *part* (split at spaces, ``-`` and ``_``) naming side content
-   (share, related, promo, paywall, sidebar, comments, ...). Layout wrappers carry such words too
-   (``l-sidebar-fixed``, ``has-paywall``): a named element that holds most of the root's block text
-   is the article, whatever its name says (comment sections excepted: they never count as body).
-
-Then the self-check: the result is doubtful when it is short, when the markup root holds much less
-text than the densest cluster elsewhere, or when most of it is link text. Doubtful pages go to
-trafilatura's full extraction (``bare_extraction`` without ``fast``: its own fallbacks handle old
-table layouts, where the reduced mode returns navigation), and the longer trustworthy answer wins.
+Self-check: a body under `MIN_TRUSTED_CHARS` is doubtful; trafilatura's full extraction (not its
+``fast`` mode, which returns the navigation of table layouts) then reads the raw page, and the
+longer text wins.
 """
 
 from __future__ import annotations
@@ -69,8 +64,6 @@ _MIN_TEXT_DIV_WORDS = 8
 _MIN_DENSITY_CHARS = 25
 #: A sibling of the densest element joins the body when it holds this share of that element's prose.
 SIBLING_SHARE = 0.2
-#: Bodies holding less than this share of the page's prose (outside boilerplate) are doubtful.
-MIN_COVERAGE = 0.0
 #: Bodies shorter than this (characters) are doubtful.
 MIN_TRUSTED_CHARS = 600
 
@@ -315,20 +308,17 @@ def _select(blocks: list[_Block], root) -> list[_Block]:
     return out
 
 
-def _densest(blocks: list[_Block]) -> tuple[list, int]:
+def _densest(blocks: list[_Block]) -> list:
     """Readability-style root: each substantial block scores its parent fully, its grandparent half.
 
-    Returns the roots (the densest element and its qualifying siblings; none when no block
-    qualifies) and the page's prose characters outside boilerplate."""
+    Returns the roots: the densest element and its qualifying siblings (none when no block qualifies)."""
     boiler = _Boiler(blocks, None)
     score: dict = {}
-    total = 0
     clean: dict = {}  # prose characters under each element, boilerplate left out
     for b in blocks:
         n = b.prose()
         if not n or any(boiler.excluded(node) for node in b.chain[:-1]):
             continue
-        total += n
         for node in b.chain:
             clean[node] = clean.get(node, 0) + n
         parent = b.chain[0]
@@ -336,7 +326,7 @@ def _densest(blocks: list[_Block]) -> tuple[list, int]:
         if len(b.chain) > 1:
             score[b.chain[1]] = score.get(b.chain[1], 0.0) + n / 2
     if not score:
-        return [], 0
+        return []
     best = max(score.items(), key=lambda kv: kv[1])[0]
     # An article split into sections: from a wrapper that is its parent's only child go up, then
     # take the siblings that hold a fair share of prose themselves (Readability's sibling rule).
@@ -348,25 +338,23 @@ def _densest(blocks: list[_Block]) -> tuple[list, int]:
         floor = SIBLING_SHARE * clean.get(best, 0)
         roots = [sib for sib in parent if sib is best or (
             clean.get(sib, 0) >= floor and sib.tag != "article" and boiler_kind(sib) is None)]
-    return roots, total
+    return roots
 
 
-def measure_body(tree) -> tuple[str, int, float]:
-    """Our extractor's body, its length in characters, and the share of the page's prose (outside
-    boilerplate) that it holds."""
+def measure_body(tree) -> tuple[str, int]:
+    """Our extractor's body and its length in characters (blank lines between blocks not counted)."""
     body = tree.find("body")
     scope = body if body is not None else tree
     blocks = _candidates(scope)
     if not blocks:
-        return "", 0, 0.0
+        return "", 0
 
-    def text_of(roots) -> tuple[str, int, int]:
+    def text_of(roots) -> tuple[str, int]:
         chosen = [b for root in roots for b in _select(blocks, root)]
-        return ("\n\n".join(b.text for b in chosen), sum(len(b.text) for b in chosen),
-                sum(b.prose() for b in chosen))
+        return "\n\n".join(b.text for b in chosen), sum(len(b.text) for b in chosen)
 
-    def best_of(roots) -> tuple[str, int, int]:
-        best = ("", 0, 0)
+    def best_of(roots) -> tuple[str, int]:
+        best = ("", 0)
         for r in roots:
             cand = text_of([r])
             if cand[1] > best[1]:
@@ -375,7 +363,7 @@ def measure_body(tree) -> tuple[str, int, float]:
 
     # itemprop=articleBody is explicit; <article> is also used for teaser cards, so an <article>
     # that holds much less text than the densest cluster elsewhere loses to that cluster.
-    dense_roots, page_prose = _densest(blocks)
+    dense_roots = _densest(blocks)
     found = best_of(scope.xpath(".//*[@itemprop='articleBody' or @itemprop='articlebody']"))
     if found[1] == 0:
         found = best_of(scope.iter("article"))
@@ -383,14 +371,13 @@ def measure_body(tree) -> tuple[str, int, float]:
             dense = text_of(dense_roots)
             if dense[1] > 2 * found[1]:
                 found = dense
-    text, n, prose = found
-    return text, n, (min(prose / page_prose, 1.0) if page_prose else 0.0)
+    return found
 
 
 def own_body(tree) -> tuple[str, bool]:
     """Our extractor's body and whether it is trustworthy (False: hand the page to trafilatura)."""
-    text, n, coverage = measure_body(tree)
-    return text, n >= MIN_TRUSTED_CHARS and coverage >= MIN_COVERAGE
+    text, n = measure_body(tree)
+    return text, n >= MIN_TRUSTED_CHARS
 
 
 def trafilatura_body(html: str, url: str) -> str:
