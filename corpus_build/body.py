@@ -11,9 +11,10 @@ extractor of our own that checks its own result and hands doubtful pages to traf
    their parts (``l-sidebar-fixed`` -> l, sidebar, fixed). A named element that holds most of the
    root's prose is a layout wrapper and stays; comment threads and photo galleries never do.
 
-Self-check: a body under `MIN_TRUSTED_CHARS` is doubtful; trafilatura's full extraction (not its
-``fast`` mode, which returns the navigation of table layouts) then reads the raw page, and the
-longer text wins.
+Self-check: a body under `MIN_TRUSTED_CHARS` is doubtful; trafilatura's default (full) extraction
+then reads the raw page, and the longer text wins. Old table layouts must not need it: trafilatura
+keeps their navigation cell in every mode (fast or full, with or without tables), while our blocks
+leave out cells that are mostly link text.
 """
 
 from __future__ import annotations
