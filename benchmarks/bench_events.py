@@ -68,7 +68,10 @@ def main() -> None:
             eids += [eid] * n_per
             idx += [k] * n_per
             ts += list(t0 + np.sort(rng.integers(0, args.days * 86400, n_per)))
-            ps += list(rng.random(n_per))
+            p = rng.random(n_per)
+            if k == 0:  # a resolved market: the first leg's last quarter stays >= 0.97 (a long final run)
+                p[-(n_per // 4):] = 0.97 + 0.03 * rng.random(n_per // 4)
+            ps += list(p)
     obs = pl.DataFrame({"event_id": eids, "option_index": idx, "t": ts, "p": ps})
     opts = pl.DataFrame([(f"e{e}", k, f"o{k}", False) for e in range(args.events) for k in range(args.legs)],
                         schema={"event_id": pl.Utf8, "option_index": pl.Int32, "option": pl.Utf8, "binary": pl.Boolean},
