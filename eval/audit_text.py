@@ -88,7 +88,8 @@ _PREVIEW = re.compile(
     r"deadline|by\s+the\s+end|no\s+later\s+than|tentative\w*|proposed|anticipat\w*|preview|postponed|"
     r"delayed|pushed\s+back|moved\s+to|to\s+be\s+held|is\s+to|are\s+to|was\s+to|were\s+to|resolves?\s+to|"
     r"would\s+resolve|favou?rites?|frontrunner|front-runner|leads?|leading|polling|survey|"
-    r"resolution\s+source|this\s+market)\b)",
+    r"resolution\s+source|this\s+market|before|target\w*|timetable|timeline|fixed\s+for|key\s+date|"
+    r"calendar|window|confirmed\s+for|local\s+time)\b)",
     re.IGNORECASE,
 )
 #: Past-tense reporting of an event (irregular forms and common regular ones).
@@ -107,7 +108,7 @@ _STAMP = re.compile(r"\b(?:update[sd]?|last\s+(?:updated|modified)|modified|edit
 _WINNER = re.compile(r"\s*(?:the\s+)?(?:winner|victor|champion)s?\b(?P<of>\s+(?:of|in|at)\b)?", re.IGNORECASE)
 #: Resolution language after an option or subject.
 _RESOLUTION = re.compile(
-    r"\b(?:won|wins|has\s+won|have\s+won|clinched|clinches|secured|secures|captured|claimed|took|takes|"
+    r"\b(?:won|wins|has\s+won|have\s+won|clinched|clinches|captured|"
     r"was\s+(?:elected|declared|named|chosen|crowned|confirmed|appointed|awarded)|"
     r"were\s+(?:elected|declared|named|chosen|crowned|confirmed|appointed|awarded)|"
     r"has\s+been\s+(?:elected|declared|named|chosen|crowned|confirmed|appointed|awarded)|"
@@ -128,6 +129,11 @@ _GENERIC = frozenset((
     "match", "matches", "series", "season", "race", "races", "contest", "election", "elections", "vote",
     "round", "tournament", "trophy", "medal", "first", "place", "2024", "2025", "2026", "2027", "year",
     "month", "week", "day",
+))
+_CALENDAR = frozenset((
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
 ))
 _IRREGULAR = {"win": "won", "lose": "lost", "beat": "beat", "hold": "held", "take": "took", "become": "became",
               "make": "made", "cut": "cut", "hit": "hit", "set": "set", "leave": "left", "fall": "fell",
@@ -173,9 +179,15 @@ class QuestionCues:
     verbs: frozenset[str]
     targets: frozenset[str]
     start: date | None = None
+    #: the question's own proper names (capitalized words other than a leading question word, an option,
+    #: a month or a generic event noun): a resolution statement must name one of them, capitalized,
+    #: when there are any
+    proper: frozenset[str] = frozenset()
 
 
 _YES_NO = {"yes", "no"}
+_QUESTION_WORDS = frozenset(("will", "who", "which", "what", "when", "whether", "does", "did", "is", "are", "can",
+                             "has", "have", "would", "should", "how"))
 
 
 def question_cues(question: str, options: Sequence[str], kind: str, start: date | None = None) -> QuestionCues:
@@ -204,9 +216,14 @@ def question_cues(question: str, options: Sequence[str], kind: str, start: date 
                 verbs |= _past_forms(words[j])
                 subject_end = j + 1
     names_words = {_stem(w) for n in names for w in _WORD.findall(n)}
+    names_words |= {_stem(w) for o in options for w in _WORD.findall(str(o))}
     targets = {_stem(w) for w in words[subject_end:] if len(w) > 2 and _stem(w) not in _STOP
                and _stem(w) not in names_words and not w[0].isdigit()}
-    return QuestionCues(tuple(n for n in names if len(n) >= 2), frozenset(verbs), frozenset(targets), start)
+    lead = 1 if words and words[0].lower() in _QUESTION_WORDS else 0
+    proper = {_stem(w) for w in words[lead:] if w[0].isupper() and len(w) > 2 and _stem(w) not in names_words
+              and _stem(w) not in _GENERIC and _stem(w) not in _STOP and _stem(w) not in _CALENDAR}
+    return QuestionCues(tuple(n for n in names if len(n) >= 2), frozenset(verbs), frozenset(targets), start,
+                        frozenset(proper))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +291,8 @@ def detect(text: str, shown_on: date, cues: QuestionCues | None = None, written_
             continue
         if cues.start is not None and any(d < cues.start - timedelta(days=1) for d, _, _ in dates):
             continue  # about something before the question opened
+        if cues.proper and not any(w[0].isupper() and _matches(w, p) for w in _WORD.findall(sent) for p in cues.proper):
+            continue  # a resolution names the question's event (its capitalized names); this sentence does not
         for name in cues.names:
             hit = None
             for end in _name_at(sent, name):

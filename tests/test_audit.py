@@ -133,16 +133,26 @@ MULTI = question_cues("Who will win the 2026 Springfield mayoral election?", ["M
 RATES = question_cues("Will the Central Bank cut interest rates in April?", ["Yes", "No"], "binary",
                       date(2026, 3, 1))
 
+AWARD = question_cues("Which film will win Best Picture at the 2026 Golden Lantern Awards?",
+                      ["Night over the River", "The Silver Meadow"], "multi", date(2026, 3, 1))
+LIGHTS = question_cues("Northern Lights Film Awards 2026: Best Picture Winner", ["The Silver Meadow", "Night"],
+                       "multi", date(2026, 3, 1))
+DEAL = question_cues("Will Wexford Robotics complete its acquisition of Bluepeak Logistics by May 3?", ["Yes", "No"],
+                     "binary", date(2026, 3, 1))
+
 LEAKY = [
     ("On April 20, 2026, Maria Lopez won the Springfield mayoral election by a wide margin.", BINARY),
     ("Update (2026-04-22): Tom Reed was declared the winner after the count finished.", MULTI),
-    ("Maria Lopez won the mayoral election, officials said.", MULTI),
+    ("Maria Lopez won the Springfield mayoral election, officials said.", MULTI),
     ("Tom Reed was elected mayor of Springfield.", MULTI),
     ("The Central Bank cut interest rates by half a point.", RATES),
     ("Last updated: April 15, 2026.", None),
     ("Voters went to the polls on April 14 and turnout was high.", None),
     ("The council approved the budget on April 18.", None),
     ("Tom Reed has won the Springfield election.", MULTI),
+    ("The Silver Meadow won Best Picture at the Golden Lantern Awards.", AWARD),
+    ("The Silver Meadow won Best Picture at the Northern Lights Film Awards on Sunday.", LIGHTS),
+    ("Wexford Robotics completed its acquisition of Bluepeak Logistics.", DEAL),
 ]
 CLEAN = [
     ("The vote is scheduled for April 20, 2026.", MULTI),
@@ -158,6 +168,14 @@ CLEAN = [
     ("The election was held on April 2, 2026.", MULTI),
     ("Officials said on May 2 the count would take a week.", None),
     ("Tom Reed won the debate on Tuesday, according to a snap poll.", MULTI),
+    # a resolution names the question's own event: another contest or award is a precursor
+    ("Maria Lopez won the mayoral election in neighbouring Shelbyville.", MULTI),
+    ("Night over the River took the best film award at the guild awards this month.", AWARD),
+    ("The Silver Meadow won the best film award at a major festival this month.", LIGHTS),
+    ("Wexford Robotics secured financing to fund the acquisition, people familiar said.", DEAL),
+    ("Officials have targeted a date before May 4.", None),
+    ("Kickoff for the final on April 19 was confirmed for the evening local time.", None),
+    ("Officials confirmed the timetable this week, with the key date fixed for April 28.", None),
 ]
 
 
