@@ -207,6 +207,7 @@ def check_retrieval(inputs: AuditInputs, settings: AuditSettings, progress: bool
     # (a) random (query, date) probes
     n_hits = 0
     hybrid_ok = settings.encoder
+    hybrid_error: str | None = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i in range(settings.probes):
@@ -224,7 +225,8 @@ def check_retrieval(inputs: AuditInputs, settings: AuditSettings, progress: bool
                 if mode != "hybrid":
                     raise
                 hybrid_ok = False
-                examples.append({"note": f"hybrid probes skipped: {type(exc).__name__}: {str(exc)[:200]}"})
+                hybrid_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                examples.append({"note": f"hybrid probes skipped: {hybrid_error}"})
                 hits = s.search(q, d, k=settings.k, mode="bm25")
             if vectors is not None and i % 2 == 1:
                 v = rng.standard_normal(vectors.shape[1]).astype(np.float32)
@@ -321,9 +323,13 @@ def check_retrieval(inputs: AuditInputs, settings: AuditSettings, progress: bool
     if failures:
         return CheckResult("retrieval", FAIL, f"{sum(counts.values())} violation(s): {', '.join(failures)}",
                            figures, failures, examples)
-    if vectors is None or (n_dedup and keys is None):
-        what = "the dense shards could not be read back" if vectors is None else \
-            "the pre-dedup parts are gone (corpus/parts), so dedup partners cannot be dated"
+    if vectors is None or (n_dedup and keys is None) or hybrid_error:
+        if vectors is None:
+            what = "the dense shards could not be read back"
+        elif hybrid_error:
+            what = f"hybrid search (encoder=true) failed: {hybrid_error}"
+        else:
+            what = "the pre-dedup parts are gone (corpus/parts), so dedup partners cannot be dated"
         return CheckResult("retrieval", INCONCLUSIVE, f"no violation found, but {what}", figures, [], examples)
     return CheckResult("retrieval", PASS,
                        f"{settings.probes} probes ({n_hits} hits) never past the date; BM25 ({n_bm25}) and dense "
