@@ -343,6 +343,32 @@ def observation_texts(seen: Iterable[dict[str, Any]]) -> list[tuple[str, str, da
     return out
 
 
+def screen_agreement(inputs: AuditInputs, seed: int, sample: int = 500) -> dict[str, Any]:
+    """The detector against the corpus build's own leakage screen (informational): of the articles
+    the build flagged `leak_flag`, how many the detector flags when each is shown on its own
+    visibility day; and of a seeded sample of unflagged articles, how many it flags."""
+    import numpy as np
+    import polars as pl
+
+    shards = inputs.workspace.article_shards()
+    if not shards:
+        return {}
+    cols = ["title", "summary", "body", "day", "leak_flag"]
+    store = pl.concat([pl.read_parquet(p, columns=cols) for p in shards])
+
+    def hits(df: pl.DataFrame) -> int:
+        return sum(bool(detect(f"{r['title'] or ''}. {r['summary'] or ''}\n{r['body'] or ''}", r["day"]))
+                   for r in df.iter_rows(named=True))
+
+    flagged = store.filter(pl.col("leak_flag").fill_null(False))
+    clean = store.filter(~pl.col("leak_flag").fill_null(False))
+    if clean.height > sample:
+        idx = np.sort(np.random.default_rng(seed).choice(clean.height, sample, replace=False))
+        clean = clean[idx.tolist()]
+    return {"screen_flagged_articles": flagged.height, "screen_flagged_detected": hits(flagged),
+            "screen_clean_sampled": clean.height, "screen_clean_detected": hits(clean)}
+
+
 def check_text(inputs: AuditInputs, settings: AuditSettings, progress: bool = False) -> CheckResult:
     """Check 4: run the scripted reader over every event of the split and scan what it was shown."""
     from forecast_env.eval.audit_replay import ScriptedReader, play_events
@@ -366,10 +392,11 @@ def check_text(inputs: AuditInputs, settings: AuditSettings, progress: bool = Fa
                 flagged.setdefault((eid, day), []).append({"event_id": eid, "date": day.isoformat(),
                                                             "source": source, **f.to_dict()})
     share = len(flagged) / n_obs if n_obs else 0.0
+    calibration = screen_agreement(inputs, settings.seed)
     examples = [ex for key in sorted(flagged) for ex in flagged[key][:2]][:30]
     figures = {"scheduled_observations": n_obs, "flagged_observations": len(flagged), "flagged_share": share,
                "max_share": settings.max_text_share, "findings": sum(kinds.values()), "by_kind": kinds,
-               "texts_read": reader.texts_seen, "articles_opened": reader.opened}
+               "texts_read": reader.texts_seen, "articles_opened": reader.opened, **calibration}
     if n_obs == 0:
         return CheckResult("text", INCONCLUSIVE, "no scheduled observation was played", figures)
     if share > settings.max_text_share:
