@@ -5,6 +5,8 @@ the cap, parts are shortened in a fixed order, each only when the previous can g
 tool result (article body, then hit summaries and hits, then any other result), the oldest
 notebook entries, the world's question list (from its end), the description, and last the
 question, options and messages. `message` then says what was cut; `info` keeps the full content.
+Notebook entries that could not fit even alone (the oldest beyond the cap) are dropped before the
+first rendering, so a world's long notebook costs no more than the cap to render.
 """
 
 from __future__ import annotations
@@ -62,11 +64,23 @@ def _drop_oldest(entries: list[Any], over: int) -> list[Any]:
 
 def render_observation(content: dict[str, Any], cap: int) -> str:
     """The observation text of `content`, at most `cap` characters (`cap` >= 1000)."""
-    text = dump_observation(content)
-    if len(text) <= cap:
-        return text
     c = dict(content)
     cuts: list[str] = []
+    notebook = c.get("notebook") or []
+    if len(notebook) > 8:  # entries that cannot fit whatever else is cut go first, without writing them
+        kept, size = 0, 0
+        for entry in reversed(notebook):
+            size += len(dump_observation(entry)) + 2
+            if size > cap:
+                break
+            kept += 1
+        if kept < len(notebook):
+            c["notebook"] = notebook[len(notebook) - kept:]
+            _note(cuts, "oldest notebook entries")
+            c["message"] = _with_cut(content.get("message"), cuts, cap)
+    text = dump_observation(c)
+    if len(text) <= cap:
+        return text
     for _ in range(400):
         over = len(text) - cap
         if over <= 0:
