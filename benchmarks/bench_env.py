@@ -1,4 +1,4 @@
-"""Environment throughput: tool steps per second with a scripted agent (SPEC section 5).
+"""Environment throughput: tool steps per second with a scripted agent (docs/design.md §5).
 
 Per forecast date the agent makes 2 hybrid searches (query embedding included), opens the top hit
 and forecasts: 4 tool steps. Compared in the same run with the same calls made directly on the
@@ -8,6 +8,10 @@ is the difference; and with 2 processes sharing one index (memory-mapped shards)
     .venv/bin/python benchmarks/bench_env.py                      # a generated workspace
     .venv/bin/python benchmarks/bench_env.py --workspace WS       # any built workspace (e.g. `small`)
     .venv/bin/python benchmarks/bench_env.py --articles 5000 --seconds 20
+    .venv/bin/python benchmarks/bench_env.py --backend static --unique-queries --modes hybrid
+
+`--backend` picks the embedding backend of the generated workspace's index and of the query encoder
+(onnx-int8, the default; onnx; static; torch).
 """
 
 from __future__ import annotations
@@ -23,6 +27,29 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+BACKENDS = {"torch": {"backend": "torch"}, "onnx": {"backend": "onnx", "quantize": None},
+            "onnx-int8": {"backend": "onnx", "quantize": "int8"}, "static": {"backend": "static"}}
+BACKEND = "onnx-int8"
+
+
+def corpus_config() -> dict:
+    """The corpus config with the chosen embedding backend."""
+    from forecast_env.config import load_config
+
+    cfg = load_config("corpus")
+    cfg["embed"].update(BACKENDS[BACKEND])
+    return cfg
+
+
+def open_env(ws: str):
+    """The environment over `ws`, its searcher embedding queries with the chosen backend."""
+    from forecast_env.envs import ForecastEnv
+
+    from forecast_env.retrieval import Searcher
+
+    return ForecastEnv(ws, split="all", searcher=Searcher.open(ws, corpus_config()))
+
 
 WORDS = ["senate", "budget", "vote", "election", "candidate", "poll", "storm", "harbor", "factory", "chip", "export", "tariff", "court", "ruling", "merger", "bank", "rate", "inflation", "strike", "union", "minister", "treaty", "summit", "border", "oil", "price", "drought", "crop", "league", "final", "match", "coach", "transfer", "vaccine", "trial", "approval", "launch", "rocket", "orbit", "satellite"]
 QUERIES = ["senate budget vote", "election poll candidate", "storm harbor closure", "chip export tariff",
@@ -55,7 +82,7 @@ def build_workspace(root: Path, n_articles: int, n_events: int = 40, seed: int =
         by_month.setdefault(r["day"].strftime("%Y-%m"), []).append(r)
     for month, mrows in by_month.items():
         atomic_write_table(ws.articles_dir / f"{month}.parquet", pa.Table.from_pylist(mrows), schema.ARTICLES)
-    build_index(ws.root, progress=False)
+    build_index(ws.root, corpus_config(), progress=False)
     events, sched, beliefs = [], [], []
     for e in range(n_events):
         eid = f"pm-{e}"
@@ -89,9 +116,7 @@ def _query(rng: random.Random, unique: bool, counter: list[int]) -> str:
 
 def run_env(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid", unique: bool = False) -> tuple[int, float]:
     """Scripted agent through the environment for about `seconds`: (tool steps, elapsed)."""
-    from forecast_env.envs import ForecastEnv
-
-    env = ForecastEnv(ws, split="all")
+    env = open_env(ws)
     rng = random.Random(seed)
     env.reset(seed=seed)
     env.step({"tool": "search", "args": {"query": "warm up"}})  # loads the query encoder
@@ -120,7 +145,7 @@ def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid",
     from forecast_env.retrieval import Searcher
     from forecast_env.scoring import score_report
 
-    s = Searcher.open(ws)
+    s = Searcher.open(ws, corpus_config())
     eps = load_episodes(ws, "all")
     rng = random.Random(seed)
     s.search("warm up", eps[0].dates[0].day, 10, "hybrid")
@@ -141,9 +166,7 @@ def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid",
 
 def run_overhead(ws: str, seconds: float) -> tuple[int, float]:
     """Steps that touch no index (notebook_add, forecast): the environment's own cost per step."""
-    from forecast_env.envs import ForecastEnv
-
-    env = ForecastEnv(ws, split="all")
+    env = open_env(ws)
     env.reset(seed=0)
     note = {"tool": "notebook_add", "args": {"claim": "a claim", "date_observed": "2026-04-01", "doc_ids": ["d1"]}}
     fc = {"tool": "forecast", "args": {"probabilities": {"Yes": 0.6, "No": 0.4}}}
@@ -158,11 +181,13 @@ def run_overhead(ws: str, seconds: float) -> tuple[int, float]:
     return steps, time.perf_counter() - t0
 
 
-def _worker(args: tuple[str, float, int, str, bool]) -> tuple[int, float]:
+def _worker(args: tuple[str, float, int, str, bool, str]) -> tuple[int, float]:
     import os
 
+    global BACKEND
     os.environ["OMP_NUM_THREADS"] = "1"  # two processes share two cores: one compute thread each
-    return run_env(*args)
+    BACKEND = args[-1]
+    return run_env(*args[:-1])
 
 
 def main() -> None:
@@ -173,7 +198,11 @@ def main() -> None:
     ap.add_argument("--modes", default="hybrid,bm25", help="search modes to measure, comma-separated")
     ap.add_argument("--unique-queries", action="store_true",
                     help="make every query distinct (no query-vector cache hits: the worst case for hybrid)")
+    ap.add_argument("--backend", default="onnx-int8", choices=sorted(BACKENDS), help="embedding backend")
     args = ap.parse_args()
+    global BACKEND
+    BACKEND = args.backend
+    print(f"embedding backend: {BACKEND}")
     if args.workspace:
         ws = args.workspace
     else:
@@ -192,8 +221,8 @@ def main() -> None:
         print(f"[{mode}] ForecastEnv, 1 process:             {single:8.1f} tool steps/s  "
               f"(difference {1000 * (1 / single - 1 / direct):+.3f} ms/step)")
         with mp.get_context("spawn").Pool(2) as pool:
-            res = pool.map(_worker, [(ws, args.seconds, 1, mode, args.unique_queries),
-                                       (ws, args.seconds, 2, mode, args.unique_queries)])
+            res = pool.map(_worker, [(ws, args.seconds, 1, mode, args.unique_queries, BACKEND),
+                                       (ws, args.seconds, 2, mode, args.unique_queries, BACKEND)])
         total = sum(s / e for s, e in res)
         print(f"[{mode}] ForecastEnv, 2 processes (1 index): {total:8.1f} tool steps/s in total "
               f"({', '.join(f'{s / e:.1f}' for s, e in res)} per process)")

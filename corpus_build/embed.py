@@ -1,4 +1,4 @@
-"""Embedding of articles (SPEC 2.9): title + summary + body, L2-normalized float32 vectors.
+"""Embedding of articles (docs/design.md §2.9): title + summary + body, L2-normalized float32 vectors.
 
 The model wrapper lives in `forecast_env.retrieval.dense.Embedder` because the Searcher (core) embeds
 queries with the same model; this module turns article tables into the texts and vectors.

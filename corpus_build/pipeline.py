@@ -4,7 +4,7 @@
 quality, timestamps, corpus window, leakage screen). Its result is written as a *part* under
 `WS/corpus/parts/` (articles, dropped, counters JSON last, each atomically), so a finished file is
 never processed twice and a killed build resumes. Then every part of the inputs is merged, dedup
-(SPEC 2.8) runs over the whole corpus, and the month shards are written (only those whose content
+(docs/design.md §2.8) runs over the whole corpus, and the month shards are written (only those whose content
 changed), with the dropped records, a doc-id index, the funnel report and the manifest.
 
 Executors are separate from the per-file function: the core executor (`forecast_env.executor`: a
@@ -388,7 +388,7 @@ def build_corpus(
 
 
 def apply_dedup(articles: pa.Table, cfg: dict[str, Any]) -> tuple[pl.DataFrame, pa.Table]:
-    """Remove duplicates (SPEC 2.8): (kept articles, dropped rows of stage "dedup")."""
+    """Remove duplicates (docs/design.md §2.8): (kept articles, dropped rows of stage "dedup")."""
     df = pl.from_arrow(articles)
     if not isinstance(df, pl.DataFrame):  # a table with no rows may come back as a Series
         df = pl.DataFrame(df)

@@ -60,11 +60,15 @@ def test_manifest_records_the_embedding_and_refuses_another(static_ws):
         warnings.simplefilter("ignore")
         assert ok.search("election vote", "2025-05-01", k=3, mode="dense")
         assert ok.embedder.backend == "static"
-        wrong = Searcher.open(root, corpus_config(backend="onnx", quantize="int8"))
+        # a config left at its defaults asks for nothing: the index's own backend is used
+        default = Searcher.open(root)
+        assert default.search("election vote", "2025-05-01", k=3, mode="dense")
+        assert default.embedder.backend == "static" and default.embedder.identity() == ok.embedder.identity()
+        wrong = Searcher.open(root, corpus_config(backend="torch"))
         with pytest.raises(ConfigError) as err:
             wrong.search("election vote", "2025-05-01", k=3, mode="hybrid")
     msg = str(err.value)
-    assert "backend='static'" in msg and "backend='onnx'" in msg and "index build" in msg
+    assert "backend='static'" in msg and "backend='torch'" in msg and "index build" in msg
     # BM25 needs no query vectors: it still works
     assert wrong.search("election vote", "2025-05-01", k=3, mode="bm25")
 

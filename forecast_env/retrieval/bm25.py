@@ -1,4 +1,4 @@
-"""BM25 as of a date (SPEC 3): an inverted index whose statistics are computed over an eligible prefix.
+"""BM25 as of a date (docs/design.md §3): an inverted index whose statistics are computed over an eligible prefix.
 
 Rows are numbered globally across months in (day, doc_id) order, so the articles eligible at a date
 are a prefix `[0, P)` of the rows. Postings of each term are sorted by row, so the document frequency

@@ -1,4 +1,4 @@
-"""Reciprocal-rank fusion of ranked lists (SPEC 3): score = sum over lists of 1 / (rrf_k + rank)."""
+"""Reciprocal-rank fusion of ranked lists (docs/design.md §3): score = sum over lists of 1 / (rrf_k + rank)."""
 
 from __future__ import annotations
 

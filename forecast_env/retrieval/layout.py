@@ -103,21 +103,28 @@ def embedding_identity(embed: dict[str, Any]) -> dict[str, Any]:
     return ident
 
 
-def check_embedding(index_dir: Path, built: dict[str, Any] | None, requested: dict[str, Any]) -> None:
-    """Refuse to embed queries with another model or backend than the index was built with.
+def query_embedding(index_dir: Path, built: dict[str, Any] | None, requested: dict[str, Any],
+                    default: dict[str, Any]) -> dict[str, Any]:
+    """The `embed` settings to embed queries with: the index's own identity, the rest (device, batch
+    size, cache) from the config.
 
-    `built` is the identity in the manifest, `requested` the one the config asks for; keys that only
-    one of them records are not compared (indexes built with a custom encoder record just its name).
+    A config that asks for another identity than the index's is a ConfigError naming both; a config
+    that leaves the embedding at its defaults asks for nothing and gets the index's identity.
+    `built` is the manifest's identity; keys it does not record are not compared.
     """
     if not built:
         raise ConfigError(f"{index_dir}: the index records no embedding model (built by an older version); "
                           f"rebuild it with `{REBUILD}`")
     want = embedding_identity(requested)
     diff = [k for k in IDENTITY_KEYS if k in built and built.get(k) != want.get(k)]
-    if diff:
+    if diff and want != embedding_identity(default):
         have = ", ".join(f"{k}={built.get(k)!r}" for k in diff)
         asked = ", ".join(f"{k}={want.get(k)!r}" for k in diff)
         raise ConfigError(
             f"{index_dir}: the index was built with embed {have}, the config asks for embed {asked}; queries must "
             "be embedded exactly as the documents were. Either set the config back (e.g. --set "
             f"embed.{diff[0]}={built.get(diff[0])}) or rebuild the index with the new setting (`{REBUILD}`)")
+    if built.get("backend") == "custom":
+        raise ConfigError(f"{index_dir}: the index was built with a custom encoder ({built.get('model')!r}); "
+                          "open it with Searcher.open(workspace, embedder=<that encoder>)")
+    return dict(requested) | {k: built[k] for k in IDENTITY_KEYS if k in built}

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from forecast_env.config import load_config
+from forecast_env.config import default_config, load_config
 from forecast_env.errors import (
     ArticleUnavailableError,
     ConfigError,
@@ -39,7 +39,7 @@ from forecast_env.errors import (
 from forecast_env.retrieval.bm25 import BM25Index
 from forecast_env.retrieval.dense import DenseShards, Embedder
 from forecast_env.retrieval.hybrid import rrf
-from forecast_env.retrieval.layout import EPOCH, REBUILD, check_embedding, day_number, doc_hash
+from forecast_env.retrieval.layout import EPOCH, REBUILD, day_number, doc_hash, query_embedding
 from forecast_env.retrieval.tokenize import tokenize
 from forecast_env.timeparse import parse_day as _read_day
 
@@ -204,11 +204,12 @@ class Searcher:
     # ------------------------------------------------------------------ helpers
     @property
     def embedder(self) -> Any:
-        """The query encoder: exactly the model and backend the index was built with (a config asking
-        for another is a ConfigError naming both); device and batch size from the config."""
+        """The query encoder: exactly the model and backend the index was built with (a config that
+        asks for another is a ConfigError naming both); device and batch size from the config."""
         if self._embedder is None:
-            check_embedding(self.index_dir, self.manifest.get("embedding"), self.config["embed"])
-            self._embedder = Embedder.from_config(dict(self.config["embed"]))
+            embed = query_embedding(self.index_dir, self.manifest.get("embedding"), self.config["embed"],
+                                    default_config("corpus")["embed"])
+            self._embedder = Embedder.from_config(embed)
         return self._embedder
 
     def _prefix_end(self, d: date) -> int:

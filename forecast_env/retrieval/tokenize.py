@@ -1,4 +1,4 @@
-"""BM25 tokenization (SPEC 3): lower-cased Unicode `\\w+` tokens minus a fixed English stop-word list."""
+"""BM25 tokenization (docs/design.md §3): lower-cased Unicode `\\w+` tokens minus a fixed English stop-word list."""
 
 from __future__ import annotations
 
