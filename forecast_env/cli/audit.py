@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "inclusion-bias report and recomputes d_known from raw prices")
     p.add_argument("--out", default=None, help="output folder for audit.md / audit.json (default: WS/audit)")
     p.add_argument("--audit-set", dest="audit_overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="change one audit setting, e.g. --audit-set probes=500 (see AuditSettings)")
-    p.add_argument("--no-progress", action="store_true")
+                   help="change one audit setting, e.g. --audit-set probes=500 or encoder=true "
+                        "(fields of forecast_env.eval.audit.AuditSettings)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_common(p, ())  # reads no config section: its settings come through --audit-set
     p.set_defaults(func=audit_cmd)
 
