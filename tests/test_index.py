@@ -73,6 +73,17 @@ def test_manifest_records_the_embedding_and_refuses_another(static_ws):
     assert wrong.search("election vote", "2025-05-01", k=3, mode="bm25")
 
 
+def test_default_config_embeds_queries_like_a_float_onnx_index(tmp_path):
+    """An index built with non-default settings (float ONNX) serves a default config with its own."""
+    ws = write_store(tmp_path / "ws", make_rows(40, start=START, days=20, seed=4))
+    build_index(ws.root, corpus_config(backend="onnx", quantize=None), progress=False)
+    s = Searcher.open(ws.root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert s.search("election vote", "2025-03-21", k=3, mode="hybrid")
+    assert s.embedder.backend == "onnx" and s.embedder.quantize is None
+
+
 def test_a_killed_build_resumes_per_month(static_ws, tmp_path):
     root, _ = static_ws
     ws = write_store(tmp_path / "ws", make_rows(300, start=START, days=80, seed=3))

@@ -69,7 +69,7 @@ class Embedder:
         truncate_dim: int | None = None,
         query_cache_size: int = 4096,
         quantize: str | None = None,
-        static_dims: int = 256,
+        static_dims: int | None = 256,
     ):
         if backend not in BACKENDS:
             raise ConfigError(f"embed.backend = {backend!r} is not known; choose one of {', '.join(BACKENDS)}")
@@ -84,7 +84,7 @@ class Embedder:
         self.truncate_dim = truncate_dim
         # quantization applies to the onnx backend only; the identity records what was really used
         self.quantize = quantize if backend == "onnx" else None
-        self.static_dims = int(static_dims)
+        self.static_dims = int(static_dims or 256)  # None: an identity that does not apply to this backend
         self._model: Any = None
         # agents repeat queries (across dates, rollouts and agents): an LRU of query vectors
         self.query_cache_size = int(query_cache_size)
