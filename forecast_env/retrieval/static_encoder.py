@@ -155,6 +155,12 @@ class StaticEncoder:
         from scipy.sparse import csr_matrix
 
         ids = [self.token_ids(t) for t in texts]
+        if len(ids) <= 16:  # queries: a gather beats building a sparse matrix
+            out = np.zeros((len(ids), self.dim), dtype=np.float32)
+            for i, row in enumerate(ids):
+                if row:
+                    out[i] = self.vectors[row].mean(0)
+            return out
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         indptr = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
