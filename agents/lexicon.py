@@ -55,6 +55,6 @@ def vader_lexicon() -> dict[str, float]:
 @cache
 def cue_lexicon(min_valence: float = MIN_VALENCE) -> dict[str, float]:
     """Cue word -> +1.0 (points up) or -1.0 (points down): VADER's single words with |rating| >= min_valence."""
-    negators = {w for n in NEGATORS for w in n.split()}
+    negators = {n for n in NEGATORS if " " not in n}  # "failed to" negates, yet "failed" stays a cue
     return {w: (1.0 if v > 0 else -1.0) for w, v in vader_lexicon().items()
             if _WORD.fullmatch(w) and abs(v) >= min_valence and w not in negators}

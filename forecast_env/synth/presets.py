@@ -25,9 +25,10 @@ PRESETS: dict[str, Preset] = {
                     n_distractors=70, records_per_warc=90, max_days=24),
     "tiny": Preset("tiny", n_train=30, n_eval=34, plant_copies=1, articles_per_event=(20, 28),
                    n_distractors=1000, records_per_warc=300, max_days=40),
-    # the one-world acceptance gate of `make test` (tests/test_acceptance.py): many events, few distractors
-    "gate": Preset("gate", n_train=2, n_eval=32, plant_copies=0, articles_per_event=(10, 14),
-                   n_distractors=150, records_per_warc=200, max_days=28),
+    # the one-world acceptance gate of `make test` (tests/test_acceptance.py): as many events as `tiny`, few
+    # distractors and short news, so that it builds in a fraction of the time
+    "gate": Preset("gate", n_train=30, n_eval=34, plant_copies=0, articles_per_event=(10, 14),
+                   n_distractors=150, records_per_warc=250, max_days=28),
     "small": Preset("small", n_train=85, n_eval=90, plant_copies=2, articles_per_event=(60, 80),
                     n_distractors=6500, records_per_warc=500, max_days=45),
     "bench": Preset("bench", n_train=3, n_eval=3, plant_copies=0, articles_per_event=(30, 40),
