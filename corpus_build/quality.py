@@ -1,4 +1,4 @@
-"""Stage 5 of the corpus builder (SPEC 2.5): Gopher quality + repetition, C4 and FineWeb filters.
+"""Stage 5 of the corpus builder (docs/design.md §2): Gopher quality + repetition, C4 and FineWeb filters.
 
 Faithful ports of datatrove's filters (huggingface/datatrove, src/datatrove/pipeline/filters/
 gopher_quality_filter.py, gopher_repetition_filter.py, c4_filters.py, fineweb_quality_filter.py),

@@ -1,4 +1,4 @@
-"""The corpus funnel report (SPEC 2): records in, drops per stage and reason, kept, timestamp
+"""The corpus funnel report (docs/design.md §2): records in, drops per stage and reason, kept, timestamp
 sources, duplicates per stage, leak flags and files that could not be read whole.
 
 `build_report` returns a JSON-able dict (written to `WS/corpus/report.json`); `render_markdown`

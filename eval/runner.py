@@ -1,4 +1,4 @@
-"""The benchmark runner (SPEC section 7): agents x events of a split x rollouts, in parallel, resumable.
+"""The benchmark runner (docs/design.md §7): agents x events of a split x rollouts, in parallel, resumable.
 
 Layout of a run, `WS/runs/<run_id>/`:
 

@@ -12,7 +12,7 @@ TS = pa.timestamp("us", tz="UTC")
 STR_LIST = pa.list_(pa.string())
 
 # ---------------------------------------------------------------------------------------------
-# Corpus (SPEC section 2)
+# Corpus (docs/design.md §2)
 # ---------------------------------------------------------------------------------------------
 
 #: (rule, days): one rule of `corpus_build.timestamps.MOVE_RULES` and how far it moved the day.
@@ -94,7 +94,7 @@ FILE_ERRORS = pa.schema(
 )
 
 # ---------------------------------------------------------------------------------------------
-# Events (SPEC section 4)
+# Events (docs/design.md §4)
 # ---------------------------------------------------------------------------------------------
 
 #: One row per kept or screened event, `WS/events/events.parquet`.
@@ -233,7 +233,7 @@ EVENT_REASONS: dict[str, tuple[str, ...]] = {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Runs (SPEC sections 5 and 7)
+# Runs (docs/design.md §5 and §7)
 # ---------------------------------------------------------------------------------------------
 
 #: One row per scored (or missing) forecast, `WS/runs/<run_id>/forecasts.parquet`.

@@ -21,7 +21,7 @@ START = date(2025, 3, 1)
 
 
 class OracleBM25(BM25Okapi):
-    """rank_bm25 with the non-negative IDF of SPEC 3."""
+    """rank_bm25 with the non-negative IDF of docs/design.md §3."""
 
     def _calc_idf(self, nd):
         for word, freq in nd.items():

@@ -1,4 +1,4 @@
-"""The Gymnasium environment (SPEC section 5) over a small hand-made, really indexed workspace."""
+"""The Gymnasium environment (docs/design.md §5) over a small hand-made, really indexed workspace."""
 
 from __future__ import annotations
 
