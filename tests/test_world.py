@@ -378,6 +378,7 @@ def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_event
 
 
 @pytest.mark.benchmark  # a tiny world: minutes on 2 cores (benchmarks/RESULTS.md, world-mode section)
+@pytest.mark.timeout(5400)  # builds the world when it is not cached
 def test_world_mode_benchmark_on_a_tiny_world(capsys):
     """`make bench`: the scripted walk gives the same table in both modes, and retrieval - uniform in world
     mode has an event-clustered 95% interval below 0 (the benchmark script's own verdict)."""
