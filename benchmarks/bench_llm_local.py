@@ -63,8 +63,12 @@ def _workspace(arg: str | None) -> Path:
 
 def _serve(model: Path, port: int, ctx: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", str(ctx), "--n_threads", str(os.cpu_count() or 2)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+           "--port", str(port), "--n_ctx", str(ctx), "--n_threads", str(os.cpu_count() or 2),
+           "--chat_format", "gemma"]
+    OUT.mkdir(exist_ok=True)
+    # llama.cpp logs a lot: into a file, never an unread pipe (a full pipe would block the server)
+    log_file = open(OUT / "llama_server.log", "w")  # noqa: SIM115 - closed when the process ends
+    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
     while True:
         try:
@@ -72,7 +76,8 @@ def _serve(model: Path, port: int, ctx: int) -> subprocess.Popen:
             return proc
         except OSError:
             if proc.poll() is not None:
-                raise SystemExit(f"llama_cpp.server exited: {proc.stderr.read()[-2000:]}") from None
+                tail = (OUT / "llama_server.log").read_text()[-2000:]
+                raise SystemExit(f"llama_cpp.server exited: {tail}") from None
             if time.time() > deadline:
                 proc.kill()
                 raise SystemExit("llama_cpp.server did not start within 300 s") from None
