@@ -302,8 +302,9 @@ def test_sandboxed_harness_reaches_only_the_server(micro_events: Path, tmp_path:
         for lib in ("/lib", "/lib64", "/bin", "/sbin"):
             if Path(lib).exists():
                 binds += ["--ro-bind", lib, lib]
-        cmd = [bwrap, *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
-               "--die-with-parent", "--setenv", "HOME", "/tmp", sys.executable, "/relay/harness.py", str(ws),
+        # a private home (not a tmpfs on /tmp: that would hide a virtual environment that lives under /tmp)
+        cmd = [bwrap, *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/sandbox-home", "--unshare-all",
+               "--die-with-parent", "--setenv", "HOME", "/sandbox-home", sys.executable, "/relay/harness.py", str(ws),
                str(outside.getsockname()[1]), str(steps)]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
