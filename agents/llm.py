@@ -83,6 +83,10 @@ class LLMAgent:
         """Close the HTTP connections (the agent can still be used; they reopen on demand)."""
         self.client.close()
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections, the async one on the running event loop."""
+        await self.client.aclose()
+
     # -- state ------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None) -> None:

@@ -174,7 +174,12 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
         env = _WORKER["env"]
         agent = _agent(ctx, task.label)
         env.unwrapped.rollout = task.rollout  # reset() keeps it (run_episode passes only the event id)
-        run_episode(env, agent, seed=seed, event_id=None if ctx.get("mode") == "world" else task.event_id)
+        try:
+            run_episode(env, agent, seed=seed, event_id=None if ctx.get("mode") == "world" else task.event_id)
+        finally:  # a fresh agent per episode: its connections end with it
+            closer = getattr(agent, "close", None)
+            if callable(closer):
+                closer()
         messages = getattr(agent, "messages", None)
         return write_part(ctx, task, env.unwrapped.episode_log(), messages, seed, time.perf_counter() - started)
     except Exception as exc:
@@ -210,8 +215,13 @@ async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, b
         try:
             agent = _agent(ctx, task.label)
             env.unwrapped.rollout = task.rollout
-            await arun_episode(env, agent, seed=seed,
-                               event_id=None if ctx.get("mode") == "world" else task.event_id)
+            try:
+                await arun_episode(env, agent, seed=seed,
+                                   event_id=None if ctx.get("mode") == "world" else task.event_id)
+            finally:  # a fresh agent per episode: its HTTP clients end with it
+                closer = getattr(agent, "aclose", None)
+                if callable(closer):
+                    await closer()
             res = write_part(ctx, task, env.unwrapped.episode_log(), getattr(agent, "messages", None), seed,
                               time.perf_counter() - started)
         except Exception as exc:

@@ -119,7 +119,15 @@ class ChatClient:
         raise self._fail(last)
 
     def close(self) -> None:
+        """Close the sync connections; an async client is closed by `aclose` on its own event loop."""
         if self._client is not None:
             self._client.close()
             self._client = None
-        self._aclient = None  # an AsyncClient is bound to its event loop; dropped, not awaited
+        self._aclient = None  # an AsyncClient is bound to its event loop; `aclose` closes it there
+
+    async def aclose(self) -> None:
+        """Close both clients; await it on the event loop the async client was used on."""
+        if self._aclient is not None:
+            await self._aclient.aclose()
+            self._aclient = None
+        self.close()

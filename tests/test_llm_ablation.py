@@ -44,3 +44,22 @@ def test_knowledge_cutoff_warning_counts_events_resolved_before_it(tmp_path: Pat
     assert knowledge_cutoff_warning(_meta(tmp_path, "2026-02-01", llm)) is None  # all after the cutoff
     assert knowledge_cutoff_warning(_meta(tmp_path, None, llm)) is None  # no cutoff recorded
     assert knowledge_cutoff_warning(_meta(tmp_path, "2026-04-10", [{"name": "uniform"}])) is None  # no LLM
+
+
+def test_async_client_is_closed_on_its_loop() -> None:
+    import asyncio
+
+    from forecast_env.chat import ChatClient
+
+    with ChatServer([text("hi")]) as srv:
+        client = ChatClient(srv.base_url, backoff_seconds=0)
+
+        async def main() -> bool:
+            await client.acomplete({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+            inner = client._aclient
+            assert inner is not None and not inner.is_closed
+            await client.aclose()
+            return inner.is_closed
+
+        assert asyncio.run(main())
+        assert client._aclient is None
