@@ -81,7 +81,7 @@ def test_parallel_equals_sequential(ws, seq_run):
     a = _forecasts(par)
     b = _forecasts(seq_run).filter(pl.col("rollout") == 0)
     # floats to 1e-12: the scorer sums over a set of labels, whose order varies with the hash seed
-    assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-12)
+    assert_frame_equal(a, b, check_exact=False, rel_tol=0, abs_tol=1e-12)
     ta = pl.read_parquet(par / "tool_calls.parquet").drop("run_id", "latency_ms").sort(KEY[:-1] + ["call_index"])
     tb = (pl.read_parquet(seq_run / "tool_calls.parquet").drop("run_id", "latency_ms")
           .filter(pl.col("rollout") == 0).sort(KEY[:-1] + ["call_index"]))
@@ -164,4 +164,4 @@ def test_ray_engine_equals_sequential(ws, seq_run):
         ray.shutdown()
     a = _forecasts(run_dir)
     b = _forecasts(seq_run).filter((pl.col("rollout") == 0) & pl.col("agent").is_in(["uniform", "base_rate"]))
-    assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-12)
+    assert_frame_equal(a, b, check_exact=False, rel_tol=0, abs_tol=1e-12)
