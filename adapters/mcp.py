@@ -90,7 +90,7 @@ class HarnessSession:
             w = load_world(self.ws.root, split, world_options.get("start"), world_options.get("end"))
             self.event_ids = [q.question_id for q in w.questions]
             world_rec = {"start": w.start.isoformat(), "end": w.end.isoformat(),
-                         "world_id": f"world-{split}-{w.start.isoformat()}-{w.end.isoformat()}"}
+                         "world_id": w.world_id}
             self.units = [world_rec["world_id"]]  # one episode: the whole world
         else:
             ids = list(event_ids) if event_ids else list(self.env.event_ids)

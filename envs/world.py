@@ -73,6 +73,11 @@ class World:
     def days(self) -> list[date]:
         return [self.start + timedelta(days=i) for i in range((self.end - self.start).days + 1)]
 
+    @property
+    def world_id(self) -> str:
+        """The id a world run's rows carry where an event id would stand (tool calls, notebook, run parts)."""
+        return f"world-{self.split}-{self.start.isoformat()}-{self.end.isoformat()}"
+
     def listed(self, day: date) -> list[WorldQuestion]:
         """The questions listed on `day`, in listing order."""
         return [q for q in self.questions if q.listed_on(day)]

@@ -141,7 +141,7 @@ class ForecastWorldEnv(gym.Env):
     @property
     def world_id(self) -> str:
         """The id a world run's rows carry where an event id would stand (tool calls, notebook)."""
-        return f"world-{self.split}-{self.world.start.isoformat()}-{self.world.end.isoformat()}"
+        return self.world.world_id
 
     @property
     def searcher(self) -> Searcher:

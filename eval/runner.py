@@ -366,7 +366,7 @@ def run_benchmark(
         w = load_world(ws.root, split, world_start, world_end, event_ids)
         ids = [q.question_id for q in w.questions]
         world = {"start": w.start.isoformat(), "end": w.end.isoformat(),
-                 "world_id": f"world-{split}-{w.start.isoformat()}-{w.end.isoformat()}"}
+                 "world_id": w.world_id}
     else:
         ids = _event_set(ws.root, split, event_ids)
     rec = run_record(ws, run_id or "", split, ids, specs, rollouts, seed, bench, env_cfg)

@@ -16,7 +16,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,3 +70,21 @@ def read_meta(folder: Path) -> dict[str, Any] | None:
         return json.loads((folder / "meta.json").read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def build_once(folder: Path, build: Callable[[Path], None], rebuild: bool = False) -> Path:
+    """Return `folder`, built by `build(tmp)` into a temporary sibling and moved in atomically unless a complete
+    build is already there (its meta file readable) and `rebuild` is False; one builder at a time."""
+    with build_lock(folder):
+        if read_meta(folder) is not None and not rebuild:
+            return folder
+        tmp = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            build(tmp)
+            shutil.rmtree(folder, ignore_errors=True)
+            os.replace(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder

@@ -20,7 +20,6 @@ import importlib.metadata
 import inspect
 import json
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from forecast_env.errors import ConfigError
-from forecast_env.retrieval.model_cache import artifact_dir, build_lock, read_meta
+from forecast_env.retrieval.model_cache import artifact_dir, build_once, read_meta
 
 OPSET = 17
 #: Bump when the export recipe changes, so cached exports are rebuilt.
@@ -94,19 +93,7 @@ def export_onnx(model_name: str, model_dir: Path, quantize: str | None = None, o
         raise ConfigError(f"embed.quantize = {quantize!r} is not supported; choose null or int8")
     _require_onnxruntime()
     folder = export_dir(model_name, model_dir, quantize, opset)
-    with build_lock(folder):
-        if read_meta(folder) is not None and not rebuild:
-            return folder
-        tmp = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            _export(model_dir, tmp, quantize, opset)
-            shutil.rmtree(folder, ignore_errors=True)
-            os.replace(tmp, folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+    return build_once(folder, lambda tmp: _export(model_dir, tmp, quantize, opset), rebuild)
 
 
 def _export(model_dir: Path, out: Path, quantize: str | None, opset: int) -> None:

@@ -17,9 +17,7 @@ per-text work is a regular-expression split and a sparse matrix product.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from collections.abc import Sequence
 from itertools import chain, islice
 from pathlib import Path
@@ -28,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from forecast_env.errors import ConfigError
-from forecast_env.retrieval.model_cache import artifact_dir, build_lock, read_meta
+from forecast_env.retrieval.model_cache import artifact_dir, build_once, read_meta
 
 #: Bump when the distillation recipe changes, so cached models are rebuilt.
 DISTILL_VERSION = 1
@@ -47,19 +45,7 @@ def distill_static(model_name: str, model_dir: Path, dims: int = DEFAULT_DIMS, r
                    progress: bool = False) -> Path:
     """Distil (once) and return the cache folder holding `vectors.npy` and `tokenizer.json`."""
     folder = static_dir(model_name, model_dir, dims)
-    with build_lock(folder):
-        if read_meta(folder) is not None and not rebuild:
-            return folder
-        tmp = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            _distill(model_dir, tmp, dims, progress)
-            shutil.rmtree(folder, ignore_errors=True)
-            os.replace(tmp, folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+    return build_once(folder, lambda tmp: _distill(model_dir, tmp, dims, progress), rebuild)
 
 
 def _distill(model_dir: Path, out: Path, dims: int, progress: bool) -> None:
