@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from forecast_env.envs.records import ablations
 from forecast_env.eval import metrics
 from forecast_env.eval.calibration import decompose
 from forecast_env.eval.evidence import evidence_diagnostics
+from forecast_env.eval.modes import check_companion, compare_modes, find_companion, run_mode
 from forecast_env.eval.skill import date_scores, skill_leaderboard
 
 from forecast_env.config import load_config
@@ -132,8 +134,10 @@ def render_html(blocks: list[Block], base: Path, title: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_kind: str = "log") -> dict[str, Any]:
-    """Every number of the report, as plain data (report.json)."""
+def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_kind: str = "log",
+            companion: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every number of the report, as plain data (report.json); `companion` is a loaded run of the other
+    mode (episode / world) to show beside this one (`eval/modes.py`)."""
     f, market, notebook = run["forecasts"], run["market"], run["notebook"]
     scored = metrics.scored(f)
     out: dict[str, Any] = {
@@ -167,6 +171,11 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
             est = clustered_mean(sub, "time_weighted_brier", boot.draws, boot.seed, boot.level)
             out["world"].append({"agent": agent, "value": est.value, "lo": est.lo, "hi": est.hi,
                                  "questions": sub["event_id"].n_unique(), "days": int(sub["eligible_days"].sum())})
+    if companion is not None:
+        pair = (run, companion) if run_mode(run["meta"]) == "episode" else (companion, run)
+        out["modes"] = compare_modes(*pair, boot)
+    elif run_mode(run["meta"]) == "world":
+        out["modes"] = None  # no episode run to compare with: the report says how to make one
     if notebook is not None and scored.height and run["meta"].get("mode") != "world":
         ev = evidence_diagnostics(f, notebook, boot.draws, boot.seed, boot.level)
         out["evidence"] = {"per_agent": ev.per_agent.to_dicts(), "quartiles": ev.quartiles.to_dicts(),
@@ -202,7 +211,8 @@ def knowledge_cutoff_warning(meta: Mapping[str, Any]) -> str | None:
 def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots: Mapping[str, str]) -> list[Block]:
     pct = f"{round(level * 100)}%"
     run_id = meta.get("run_id", "?")
-    b: list[Block] = [("h1", f"Benchmark report: run {run_id}")]
+    ablation = ablations((meta.get("config") or {}).get("env") or {})
+    b: list[Block] = [("h1", f"Benchmark report: run {run_id}" + (" (ablation)" if ablation else ""))]
     b.append(("p", (f"Split `{meta.get('split', '?')}`, {len(meta.get('event_ids') or [])} events, "
                    f"{meta.get('rollouts', '?')} rollout(s), seed {meta.get('seed', '?')}; corpus snapshot "
                    f"`{meta.get('corpus_snapshot_id')}`. Intervals: {pct} percentile, event-clustered bootstrap, "
@@ -212,6 +222,9 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     warning = knowledge_cutoff_warning(meta)
     if warning:
         b.append(("p", warning))
+    if ablation:
+        b.append(("p", (f"**Ablation run**: {'; '.join(ablation)}. These scores measure the ablation: compare them "
+                       "with a default run of the same events; do not pool them with default runs.")))
     if res.get("world"):
         w = meta.get("world") or {}
         b.append(("h2", "World mode"))
@@ -222,6 +235,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
                        "equally). Evidence diagnostics are per event and are left out for world runs.")))
         b.append(("table", ["agent", "time-weighted Brier", "questions", "question-days"],
                   [[r["agent"], _ci(r), r["questions"], r["days"]] for r in res["world"]]))
+    if "modes" in res:
+        b.extend(_modes_blocks(res["modes"], meta, pct))
     b.append(("h2", "Scores"))
     comps = res.get("market_comparisons") or ["log_vs_market"]
     heads = {"log_vs_market": "log vs market (day mean)", "log_vs_market_close": "log vs market (day close)"}
@@ -298,6 +313,38 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     return b
 
 
+def _modes_blocks(modes: Mapping[str, Any] | None, meta: Mapping[str, Any], pct: str) -> list[Block]:
+    """The side-by-side section of an episode run and a world run (`eval/modes.py`)."""
+    b: list[Block] = [("h2", "Episode and world mode side by side")]
+    if not modes:
+        b.append(("p", ("No episode run of the same agents, events and settings was found in this workspace's "
+                       "runs/ folder, so the two modes are not compared here. Make one with `forecast-env run "
+                       f"--workspace WS --split {meta.get('split', 'eval')} --agents <the same agents>` and rebuild "
+                       "this report (or give it with `forecast-env report --compare WS/runs/<run_id>`).")))
+        return b
+    heads = {"log_vs_market": "log vs market (day mean)", "log_vs_market_close": "log vs market (day close)"}
+    comps = [v for v in modes["values"] if v in heads]
+    b.append(("p", (f"Episode run `{modes['episode_run']}` and world run `{modes['world_run']}`, on the "
+                   f"{len(modes['agents'])} agent(s) both ran with the same settings and the {modes['events']} "
+                   "events both scored. Each mode's row is computed from its own run only: the world run scores "
+                   "every event on its scheduled dates with the standing forecast at the end of the day, the "
+                   f"episode run with the forecast of that date's session. {pct} event-clustered bootstrap "
+                   "intervals, events weighted equally; the time-weighted Brier (each question's mean end-of-day "
+                   "Brier over its listed days, then the mean over questions) exists in world mode only.")))
+    b.append(("table", ["agent", "mode", "run", "Brier", "accuracy", *(heads[c] for c in comps),
+                        "time-weighted Brier", "forecasts", "events"],
+              [[r["agent"], r["mode"], r["run_id"], _ci(r["brier"]), _ci(r["accuracy"]), *(_ci(r[c]) for c in comps),
+                _ci(r["time_weighted_brier"]), r["n_forecasts"], r["n_events"]] for r in modes["rows"]]))
+    b.append(("p", ("Paired difference world - episode per agent on the (event, date) cells both runs scored "
+                   "(negative Brier difference: the agent forecast better on the shared clock; * = the Brier "
+                   "interval excludes 0).")))
+    b.append(("table", ["agent", "Brier world - episode", "accuracy world - episode",
+                        *(f"{heads[c]} world - episode" for c in comps), "cells", "events", "significant"],
+              [[r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), *(_ci(r[c]) for c in comps), r["cells"],
+                r["brier"]["n_events"], "*" if r["brier"]["significant"] else ""] for r in modes["paired"]]))
+    return b
+
+
 def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Block]:
     notes = ev.get("notes") or {}
     keepers = ", ".join(ev.get("keepers") or []) or "none"
@@ -337,14 +384,25 @@ def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Bl
 
 
 def build_report(run_dir: str | Path, out: str | Path | None = None, config: Mapping[str, Any] | None = None,
-                 plots: bool = True) -> dict[str, Any]:
-    """Write report.md, report.html (plots embedded), report.json and plots/*.png; returns their paths."""
+                 plots: bool = True, compare: str | Path | bool | None = None) -> dict[str, Any]:
+    """Write report.md, report.html (plots embedded), report.json and plots/*.png; returns their paths.
+
+    `compare`: the run of the other mode to show side by side (a run directory); None looks for one in
+    the same `runs/` folder (`modes.find_companion`), False shows none.
+    """
     run_dir = Path(run_dir)
     out_dir = Path(out) if out is not None else run_dir
     cfg = load_config("benchmark", overrides=dict(config or {}))
     boot = metrics.Boot(int(cfg["bootstrap"]["draws"]), int(cfg["bootstrap"]["seed"]), float(cfg["bootstrap"]["level"]))
     run = load_run(run_dir)
-    res = analyse(run, boot, int(cfg["calibration_bins"]))
+    companion = None
+    if compare is None or compare is True:
+        found = find_companion(run_dir, run["meta"])
+        companion = load_run(found) if found is not None else None
+    elif compare is not False:
+        check_companion(run["meta"], compare)
+        companion = load_run(compare)
+    res = analyse(run, boot, int(cfg["calibration_bins"]), companion=companion)
     plot_paths: dict[str, str] = {}
     if plots:
         from forecast_env.eval.plots import draw_plots
