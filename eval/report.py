@@ -403,6 +403,8 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, config: Map
         check_companion(run["meta"], compare)
         companion = load_run(compare)
     res = analyse(run, boot, int(cfg["calibration_bins"]), companion=companion)
+    if compare is False:
+        res.pop("modes", None)  # asked for no comparison: no section at all
     plot_paths: dict[str, str] = {}
     if plots:
         from forecast_env.eval.plots import draw_plots

@@ -143,3 +143,16 @@ def test_companion_is_found_only_when_the_runs_compare(tmp_path):
     with pytest.raises(RunError, match="corpus_snapshot_id differs"):
         build_report(wo, plots=False, compare=ep)
     assert "## Episode and world mode side by side" not in Path(build_report(ep, plots=False)["markdown"]).read_text()
+
+
+def test_report_cli_compares_a_run_given_by_id_and_can_leave_it_out(tmp_path, capsys):
+    from forecast_env.cli.main import main
+
+    ep, wo = write_pair(tmp_path / "ws" / "runs")
+    (tmp_path / "ws" / "runs" / "x").mkdir()  # not a run: ignored by the search
+    assert main(["report", "--workspace", str(tmp_path / "ws"), "--run-id", wo.name, "--compare", ep.name]) == 0
+    assert f"Episode run `{ep.name}` and world run `{wo.name}`" in capsys.readouterr().out
+    assert main(["report", "--run", str(wo), "--no-compare"]) == 0
+    assert "## Episode and world mode side by side" not in capsys.readouterr().out
+    assert main(["report", "--run", str(wo), "--compare", str(tmp_path / "ws" / "runs" / "x")]) == 2
+    assert "not a finished run directory" in capsys.readouterr().err

@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", default=None)
     p.add_argument("--run-id", default=None)
     p.add_argument("--out", default=None, help="output folder (default: the run directory)")
+    p.add_argument("--compare", default=None, help="the other mode's run (directory, or id with --workspace) to "
+                                                   "show side by side (default: found in the same runs/ folder)")
+    p.add_argument("--no-compare", action="store_true", help="show no run of the other mode beside this one")
     add_common(p, ["benchmark"])
     p.set_defaults(func=report_cmd)
 
@@ -95,7 +98,14 @@ def report_cmd(args: argparse.Namespace) -> int:
     run_dir = _run_dir(args)
     if not run_dir.is_dir():
         raise RunError(f"{run_dir}: no such run directory; runs live under WS/runs/")
-    paths = build_report(run_dir, out=args.out, config=section_config(args, "benchmark"))
+    compare = False if args.no_compare else None
+    if args.compare:
+        compare = Path(args.compare)
+        if not compare.is_dir() and args.workspace:
+            from forecast_env.store import Workspace
+
+            compare = Workspace.at(args.workspace).runs_dir / args.compare
+    paths = build_report(run_dir, out=args.out, config=section_config(args, "benchmark"), compare=compare)
     print(Path(paths["markdown"]).read_text())
     print(f"markdown: {paths['markdown']}\nhtml:     {paths['html']}\njson:     {paths['json']}")
     return 0
