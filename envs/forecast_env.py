@@ -109,7 +109,9 @@ class ForecastEnv(gym.Env):
 
     `reset(seed, options={"event_id": ..., "rollout": ...})` starts the named event, or the next
     event of a seeded permutation of the split's events (a new seed draws a new permutation;
-    resets without a seed continue it). The first date has a full budget and, memory on or off, an
+    resets without a seed continue it). `options["step"]` starts at that scheduled step instead of
+    the first (one (event, forecast date) alone, the training export's unit); the episode then
+    records only the dates from there on. The first date has a full budget and, memory on or off, an
     empty notebook. One session per forecast date: what an agent may carry from one date to the
     next is the notebook (memory on) and nothing else; the agents of this package restart their
     own state at every date, and a runner builds a fresh agent per episode.
@@ -227,6 +229,12 @@ class ForecastEnv(gym.Env):
             self._ep = self.episodes[int(self._order[self._cursor])]
             self._cursor += 1
         self._reset_state()
+        if options.get("step") is not None:
+            steps = [d.step for d in self._ep.dates]
+            if options["step"] not in steps:
+                raise EventsError(f"reset: event {self._ep.event_id!r} has no forecast date with step "
+                                  f"{options['step']!r}; its steps are {steps[0]}..{steps[-1]}")
+            self._t = steps.index(options["step"])
         obs, info = self._observe(None, None, None)
         info["tool_specs"] = self.tool_specs
         info["error_kind"] = None
