@@ -50,7 +50,7 @@ def test_train_export_of_an_eval_run_writes_no_trajectory(ws, tmp_path):
 
 def test_eval_trajectories_with_and_without_text(ws, tmp_path):
     s = export(ws, "eval", tmp_path / "full", run_id="r", progress=False)
-    assert s["rows"] == {"prompts": 7, "trajectories": 6}
+    assert s["rows"] == {"prompts": 7, "trajectories": 14}  # one sample per (agent, event, date) session
     ds = datasets.load_from_disk(s["paths"]["trajectories"]["hf"])
     assert set(ds.column_names) >= {"prompt", "completion", "answer", "reward", "info"}
     assert all(r <= 0 for r in ds["reward"])
