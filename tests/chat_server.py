@@ -4,7 +4,9 @@
 /v1/chat/completions from a script: each request takes the next item, which is a response body
 (dict), a `Status(code, body, headers)`, or a callable `f(request_json) -> dict | Status`. When the
 script runs out, `default` answers (a dict, Status or callable; None -> HTTP 500). Every request
-body is recorded in `server.requests`.
+body is recorded in `server.requests`. A request with `"stream": true` gets a scripted dict reply as
+server-sent events (one `chat.completion.chunk` carrying the whole message, then `[DONE]`), as an
+OpenAI-compatible server streams it.
 
     with ChatServer([tool_call("search", {"query": "x"}), text("Yes: 70%")]) as srv:
         agent = LLMAgent(base_url=srv.base_url, model="test-model", backoff_seconds=0)
@@ -62,6 +64,18 @@ def text(content: str, **usage: int) -> dict:
     return _response({"role": "assistant", "content": content}, **usage)
 
 
+def sse_events(response: dict) -> str:
+    """A chat-completions response as the server-sent events of a streamed reply."""
+    choice = response["choices"][0]
+    message = dict(choice["message"])
+    if message.get("tool_calls"):
+        message["tool_calls"] = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])]
+    chunk = {k: v for k, v in response.items() if k != "choices"}
+    chunk.update(object="chat.completion.chunk",
+                 choices=[{"index": 0, "delta": message, "finish_reason": choice.get("finish_reason")}])
+    return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+
+
 Item = dict | Status | Callable[[dict], "dict | Status"]
 
 
@@ -99,6 +113,8 @@ class ChatServer:
                     item = item(body)
                 if item is None:
                     item = Status(500)
+                if isinstance(item, dict) and body.get("stream"):
+                    item = Status(200, sse_events(item), {"Content-Type": "text/event-stream"})
                 self._send(item)
 
             def _send(self, item: dict | Status) -> None:
@@ -106,7 +122,8 @@ class ChatServer:
                 payload = status.body if isinstance(status.body, (bytes, str)) else json.dumps(status.body)
                 data = payload.encode() if isinstance(payload, str) else payload
                 self.send_response(status.code)
-                self.send_header("Content-Type", "application/json")
+                if not any(k.lower() == "content-type" for k in status.headers):
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in status.headers.items():
                     self.send_header(k, v)
