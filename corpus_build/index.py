@@ -39,7 +39,6 @@ from forecast_env.retrieval.ann import ann_plan, build_ivf
 from forecast_env.retrieval.bm25 import (
     build_global_postings,
     build_month_postings,
-    read_month_postings,
     write_month_postings,
 )
 from forecast_env.retrieval.dense import Embedder, make_index
@@ -344,8 +343,8 @@ def build_global(ws: Workspace, months: list[dict[str, Any]], changed: bool = Tr
     save_npy(rows_dir / "market_quote.npy", np.concatenate(quote) if quote else np.zeros(0, bool))
     save_npy(rows_dir / "doc_hash.npy", all_hash[order])
     save_npy(rows_dir / "doc_row.npy", order.astype(np.int64))
-    postings = build_global_postings(layout.bm25_dir, [read_month_postings(layout.bm25_month(m["month"]))
-                                                        for m in months])
+    # month folders, read one at a time: the merge never holds the whole corpus's postings
+    postings = build_global_postings(layout.bm25_dir, [layout.bm25_month(m["month"]) for m in months])
     first = EPOCH.toordinal()
     from datetime import date
 

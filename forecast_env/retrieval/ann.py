@@ -6,8 +6,10 @@ any article of month `i` is, so whether a month is approximate never depends on 
 search date (a rule on the month's own size would: its later articles could switch it).
 
 How: an inverted-file index (`IndexIVFScalarQuantizer`, 8-bit codes, inner product) over the month's
-rows. Its centroids and its quantizer ranges are trained on a fixed, evenly spaced sample of the
-earlier months' vectors only, so which list an article falls in never depends on later articles;
+rows minus the mean vector of the training sample (centred: the lists then split what tells articles
+apart; a query's approximate scores shift by the constant q.mean, so their order is that of q.x and
+the searcher needs no mean). Its centroids, quantizer ranges and mean are trained on a fixed, evenly
+spaced sample of the earlier months' vectors only, so which list an article falls in never depends on later articles;
 graph indexes (HNSW) would, and are not used. A search probes `nprobe` lists under the same row
 range (and hidden-row) selector as an exact search, takes `candidates` rows by approximate score and
 re-ranks them exactly with the month's stored float vectors, so scores equal exact scores.
@@ -50,7 +52,8 @@ def ann_plan(month_rows: Sequence[int], cfg: dict[str, Any]) -> list[dict[str, A
             nlist = int(cfg.get("ann_nlist") or auto_nlist(earlier))
             train = int(min(earlier, int(_get(cfg, "ann_train_per_list")) * nlist))
             plan.append({"nlist": nlist, "nprobe": int(_get(cfg, "ann_nprobe")),
-                         "candidates": int(_get(cfg, "ann_candidates")), "train_rows": max(train, nlist)})
+                         "candidates": int(_get(cfg, "ann_candidates")), "train_rows": max(train, nlist),
+                         "centre": True})
         earlier += int(rows)
     return plan
 
@@ -81,14 +84,18 @@ def build_ivf(out: Path, month_shard: Path, train_paths: Sequence[Path], params:
     d = flat.d
     train = training_sample(train_paths, int(params["train_rows"]))
     nlist = int(min(params["nlist"], len(train)))
+    # centred: lists partition what tells articles apart, not the direction every vector shares
+    # (static vectors have a common component of norm ~0.7); raw queries score q.(x - mean) =
+    # q.x - q.mean, the same order as q.x, so the searcher needs no mean
+    mean = train.mean(0, keepdims=True) if params.get("centre", True) else np.zeros((1, d), np.float32)
     quantizer = faiss.IndexFlatIP(d)
     ivf = faiss.IndexIVFScalarQuantizer(quantizer, d, nlist, faiss.ScalarQuantizer.QT_8bit,
                                         faiss.METRIC_INNER_PRODUCT)
     ivf.cp.seed = TRAIN_SEED
-    ivf.train(train)
+    ivf.train(np.ascontiguousarray(train - mean))
     step = 1 << 16
     for start in range(0, flat.ntotal, step):
-        ivf.add(flat.reconstruct_n(start, min(step, flat.ntotal - start)))
+        ivf.add(np.ascontiguousarray(flat.reconstruct_n(start, min(step, flat.ntotal - start)) - mean))
     with atomic_path(out) as tmp:
         faiss.write_index(ivf, str(tmp))
     return {"kind": "ivf", "nlist": nlist, "nprobe": int(params["nprobe"]), "candidates": int(params["candidates"]),

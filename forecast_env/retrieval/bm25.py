@@ -10,7 +10,7 @@ When leak-flagged articles are hidden, they are excluded from the hits *and* fro
 
 Files (all `.npy`, memory-mapped when searched):
     month level  WS/index/bm25/YYYY-MM/{terms.txt, indptr.npy, rows.npy, tfs.npy, doclen.npy}
-    global       WS/index/bm25/{indptr, rows, tfs, doclen, cumlen, term_hash, term_id, term_off}.npy
+    global       WS/index/bm25/{indptr, rows, tfs, doclen, term_hash, term_id, term_off}.npy
                  + term_blob.bin (UTF-8 terms in id order, checked at lookup so hashing is exact)
 """
 
@@ -29,6 +29,8 @@ from forecast_env.retrieval.layout import REBUILD, save_npy
 from forecast_env.retrieval.tokenize import tokenize
 
 GLOBAL_FILES = ("indptr", "rows", "tfs", "doclen", "term_hash", "term_id", "term_off")
+#: Rows per block of the as-of prefix sums (N and total length) kept in memory by BM25Index.
+PREFIX_BLOCK = 1024
 
 
 def term_hash(term: str) -> int:
@@ -85,53 +87,84 @@ def write_month_postings(directory: Path, mp: MonthPostings) -> None:
         save_npy(directory / f"{name}.npy", getattr(mp, name))
 
 
-def read_month_postings(directory: Path) -> MonthPostings:
-    """Read one month's postings written by `write_month_postings`."""
+def read_month_postings(directory: Path, mmap: bool = False) -> MonthPostings:
+    """Read one month's postings written by `write_month_postings` (memory-mapped with `mmap`)."""
     try:
         text = (directory / "terms.txt").read_text(encoding="utf-8")
-        arrays = {n: np.load(directory / f"{n}.npy") for n in ("indptr", "rows", "tfs", "doclen")}
+        arrays = {n: np.load(directory / f"{n}.npy", mmap_mode="r" if mmap else None)
+                  for n in ("indptr", "rows", "tfs", "doclen")}
     except (OSError, ValueError) as exc:
         raise WorkspaceError(f"{directory}: unreadable BM25 month postings ({exc}); rebuild with `{REBUILD}`") from exc
     terms = text.split("\n") if text else []
     return MonthPostings(terms=terms, **arrays)
 
 
-def build_global_postings(directory: Path, months: Sequence[MonthPostings]) -> dict[str, int]:
-    """Merge month postings (in month order) into the global index with global row numbers."""
+def build_global_postings(directory: Path, months: Sequence[MonthPostings | Path]) -> dict[str, int]:
+    """Merge month postings (in month order) into the global index with global row numbers.
+
+    `months` are MonthPostings or month folders (read memory-mapped, one at a time). Two passes, so
+    memory holds one month's postings, never the corpus's: the first numbers the terms (first seen,
+    months in order) and counts each term's postings; the second copies each month's run of every
+    term into its place in memory-mapped output files. A term's postings are its months' runs in
+    month order, rows ascending within each: sorted by global row, as the as-of binary search needs.
+    """
+    from forecast_env.store import atomic_path, atomic_write_bytes
+
+    def month(i: int) -> MonthPostings:
+        m = months[i]
+        return read_month_postings(m, mmap=True) if isinstance(m, (str, Path)) else m
+
     vocab: dict[str, int] = {}
-    g_terms, g_rows, g_tfs, lens = [], [], [], []
-    offset = 0
-    for mp in months:
-        local_to_global = np.fromiter((vocab.setdefault(t, len(vocab)) for t in mp.terms),
-                                      dtype=np.int64, count=len(mp.terms))
-        per_term = np.diff(mp.indptr)
-        g_terms.append(np.repeat(local_to_global, per_term))
-        g_rows.append(mp.rows.astype(np.int64) + offset)
-        g_tfs.append(mp.tfs)
-        lens.append(mp.doclen)
-        offset += len(mp.doclen)
-    tid = np.concatenate(g_terms) if g_terms else np.zeros(0, np.int64)
-    order = np.argsort(tid, kind="stable")  # months in order, rows ascending: stays sorted by row
-    rows = (np.concatenate(g_rows) if g_rows else np.zeros(0, np.int64))[order].astype(np.int32)
-    tfs = (np.concatenate(g_tfs) if g_tfs else np.zeros(0, np.float32))[order]
+    to_global: list[np.ndarray] = []
+    counts = np.zeros(0, np.int64)
+    lens = []
+    for i in range(len(months)):
+        mp = month(i)
+        l2g = np.fromiter((vocab.setdefault(t, len(vocab)) for t in mp.terms), dtype=np.int64, count=len(mp.terms))
+        if len(vocab) > len(counts):
+            counts = np.concatenate([counts, np.zeros(len(vocab) - len(counts), np.int64)])
+        counts[l2g] += np.diff(np.asarray(mp.indptr))  # a month lists each term once
+        to_global.append(l2g)
+        lens.append(np.asarray(mp.doclen, dtype=np.int32))
+    doclen = np.concatenate(lens) if lens else np.zeros(0, np.int32)
+    if len(doclen) >= 2**31:
+        raise WorkspaceError(f"{directory}: {len(doclen)} articles exceed the BM25 index's int32 row numbers")
     indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(tid, minlength=len(vocab)), out=indptr[1:])
-    doclen = np.concatenate(lens).astype(np.int32) if lens else np.zeros(0, np.int32)
+    np.cumsum(counts, out=indptr[1:])
+    total = int(indptr[-1])
+    directory.mkdir(parents=True, exist_ok=True)
+    with atomic_path(directory / "rows.npy") as tmp_rows, atomic_path(directory / "tfs.npy") as tmp_tfs:
+        out_rows = np.lib.format.open_memmap(tmp_rows, mode="w+", dtype=np.int32, shape=(total,))
+        out_tfs = np.lib.format.open_memmap(tmp_tfs, mode="w+", dtype=np.float32, shape=(total,))
+        fill = indptr[:-1].copy()  # next free slot of each global term
+        offset = 0
+        for i in range(len(months)):
+            mp = month(i)
+            local_ptr = np.asarray(mp.indptr, dtype=np.int64)
+            per_term = np.diff(local_ptr)
+            l2g = to_global[i]
+            n = int(local_ptr[-1])
+            # slot of posting j of local term t: fill[g(t)] + (j - local_ptr[t])
+            pos = np.repeat(fill[l2g] - local_ptr[:-1], per_term) + np.arange(n, dtype=np.int64)
+            out_rows[pos] = np.asarray(mp.rows, dtype=np.int64) + offset
+            out_tfs[pos] = mp.tfs
+            fill[l2g] += per_term
+            offset += len(mp.doclen)
+            del pos
+        out_rows.flush()
+        out_tfs.flush()
+        del out_rows, out_tfs
     terms = list(vocab)
     hashes = np.fromiter((term_hash(t) for t in terms), dtype=np.uint64, count=len(terms))
     horder = np.argsort(hashes, kind="stable")
     encoded = [t.encode("utf-8") for t in terms]
     term_off = np.zeros(len(terms) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in encoded], out=term_off[1:])
-    from forecast_env.store import atomic_write_bytes
-
-    directory.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(directory / "term_blob.bin", b"".join(encoded))
-    for name, arr in (("indptr", indptr), ("rows", rows), ("tfs", tfs), ("doclen", doclen),
-                      ("term_hash", hashes[horder]), ("term_id", horder.astype(np.int64)),
-                      ("term_off", term_off)):
+    for name, arr in (("indptr", indptr), ("doclen", doclen), ("term_hash", hashes[horder]),
+                      ("term_id", horder.astype(np.int64)), ("term_off", term_off)):
         save_npy(directory / f"{name}.npy", arr)
-    return {"terms": len(terms), "postings": len(rows), "rows": len(doclen)}
+    return {"terms": len(terms), "postings": total, "rows": len(doclen)}
 
 
 class BM25Index:
@@ -148,17 +181,47 @@ class BM25Index:
         except (OSError, ValueError) as exc:
             raise WorkspaceError(
                 f"{self.directory}: unreadable BM25 index file ({exc}); rebuild with `{REBUILD}`") from exc
-        n = len(self.doclen)
         self.hidden = hidden if hidden is not None and hidden.any() else None
-        dl = np.asarray(self.doclen, dtype=np.int64)
-        self.cumlen = np.zeros(n + 1, dtype=np.int64)
-        if self.hidden is not None:
-            dl = np.where(self.hidden, 0, dl)
-            self.cumvis = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(~self.hidden, out=self.cumvis[1:])
-        else:
-            self.cumvis = None
-        np.cumsum(dl, out=self.cumlen[1:])
+        # prefix sums per block of PREFIX_BLOCK rows, not per row: 16 bytes per block of private memory
+        # (an int64 per row was 80 MB at 10M articles); a prefix adds the < PREFIX_BLOCK rows after
+        # its block start at query time
+        self._len_blocks, self._vis_blocks = self._block_sums()
+
+    def _visible_lengths(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Token counts of rows [a, z) with hidden rows at 0, and the visibility mask (None: all)."""
+        dl = np.asarray(self.doclen[a:z], dtype=np.int64)
+        if self.hidden is None:
+            return dl, None
+        vis = ~np.asarray(self.hidden[a:z])
+        return np.where(vis, dl, 0), vis
+
+    def _block_sums(self) -> tuple[np.ndarray, np.ndarray | None]:
+        n = len(self.doclen)
+        nb = n // PREFIX_BLOCK + 1
+        lens = np.zeros(nb, np.int64)  # lens[i]: visible tokens in rows [0, i * PREFIX_BLOCK)
+        vis_counts = np.zeros(nb, np.int64) if self.hidden is not None else None
+        step = PREFIX_BLOCK * 256
+        for s in range(0, n, step):
+            z = min(n, s + step)
+            full = (z - s) // PREFIX_BLOCK * PREFIX_BLOCK  # the trailing partial block is never needed
+            if not full:
+                break
+            dl, vis = self._visible_lengths(s, s + full)
+            b0 = s // PREFIX_BLOCK
+            lens[b0 + 1: b0 + 1 + full // PREFIX_BLOCK] = lens[b0] + np.cumsum(dl.reshape(-1, PREFIX_BLOCK).sum(1))
+            if vis_counts is not None and vis is not None:
+                vis_counts[b0 + 1: b0 + 1 + full // PREFIX_BLOCK] = vis_counts[b0] + np.cumsum(
+                    vis.reshape(-1, PREFIX_BLOCK).sum(1))
+        return lens, vis_counts
+
+    def prefix_stats(self, end: int) -> tuple[int, int]:
+        """(visible articles, their total tokens) among rows [0, end): the as-of N and N * avgdl."""
+        b = end // PREFIX_BLOCK
+        dl, vis = self._visible_lengths(b * PREFIX_BLOCK, end)
+        length = int(self._len_blocks[b]) + int(dl.sum())
+        if vis is None:
+            return int(end), length
+        return int(self._vis_blocks[b]) + int(vis.sum()), length
 
     def lookup(self, term: str) -> int:
         """Global term id, or -1 when the term is not in the index."""
@@ -175,17 +238,17 @@ class BM25Index:
 
     def eligible_count(self, end: int) -> int:
         """Visible articles among rows [0, end)."""
-        return int(self.cumvis[end]) if self.cumvis is not None else int(end)
+        return self.prefix_stats(end)[0]
 
     def score(self, tokens: Sequence[str], end: int, k: int, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows in [start, end) matching >= 1 token, with statistics over the prefix [0, end).
 
         Returns (rows int64, scores float64) ordered by score descending, ties by row (= day, doc_id).
         """
-        n_docs = self.eligible_count(end)
+        n_docs, total_len = self.prefix_stats(end)
         if n_docs == 0 or k <= 0 or not tokens:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        avgdl = self.cumlen[end] / n_docs
+        avgdl = total_len / n_docs
         k1, b = self.k1, self.b
         parts_rows, parts_scores = [], []
         for term, weight in Counter(tokens).items():
