@@ -21,6 +21,19 @@
 - G_k = Brier(first) - Brier(last) per rollout, averaged over rollouts within an event, then across
   events (positive = improvement). Spearman of kappa, and of search / open counts per forecast,
   with G across keepers (at least three).
+
+World runs (`world_evidence_diagnostics`, docs/design.md §7 "Evidence in world runs"): one notebook
+serves every question and is recorded once, at the world's end, so the evidence behind a forecast
+is what the agent READ for that question instead. A reading segment is the run of one day's tool
+calls after that day's previous successful `forecast` (or the day's start) up to a successful
+`forecast(question_id)`; its articles (successful `open_article` calls) and searches are
+attributed to that question. Calls after a day's last forecast concern no question and are not
+counted. For a question's scheduled step t (date tau_t), the own count is the number of distinct
+articles in its segments on days d with tau_{t-1} < d <= tau_t (the reading behind the forecasts
+that replaced the one scored at tau_{t-1}); searches and opens per scored row are counted the same
+way, with no lower bound at t = 1. Readers (agents with at least one attributed article) play the
+part of notebook keepers; A, kappa, the Brier-change groups, G and the Spearman correlations are
+then computed exactly as above, on every rollout (reading does not depend on the memory setting).
 """
 
 from __future__ import annotations
@@ -50,6 +63,7 @@ class EvidenceResult:
     grouping: str = "quartiles"  # "quartiles" | "values" | "none"
     keepers: tuple[str, ...] = ()
     notes: dict[str, str] = field(default_factory=dict)
+    basis: str = "notebook"  # "notebook" (episode runs) | "reading" (world runs: articles read per question)
 
 
 def _parse_day(x: str | None) -> date | None:
@@ -192,16 +206,34 @@ def notebook_keepers(notebook: pl.DataFrame) -> tuple[str, ...]:
     return tuple(sorted(notebook["agent"].unique().to_list())) if notebook.height else ()
 
 
-def _kappa_note(agent: str, keepers: tuple[str, ...], avail: pl.DataFrame) -> str | None:
+#: how the diagnostics name their evidence, per basis
+WORDS = {
+    "notebook": {"none": "keeps no notebook (no entries in this run)",
+                 "alone": "no other agent keeps a notebook, so the peer index A is undefined",
+                 "shared": "no step >= 2 shared with a peer notebook",
+                 "zero": "A = 0 at every step (peers recorded no newly dated evidence)",
+                 "peers": "notebook-keeping agents",
+                 "transitions": "needs two notebook-keeping agents and memory-on episodes of two or more dates"},
+    "reading": {"none": "read no article for any question (no open_article before a forecast in this run)",
+                "alone": "no other agent read articles for its forecasts, so the peer index A is undefined",
+                "shared": "no scheduled step >= 2 shared with a peer reader",
+                "zero": "A = 0 at every step (peers read nothing new between scheduled dates)",
+                "peers": "reading agents",
+                "transitions": "needs two reading agents and questions scheduled on two or more dates"},
+}
+
+
+def _kappa_note(agent: str, keepers: tuple[str, ...], avail: pl.DataFrame, basis: str = "notebook") -> str | None:
+    words = WORDS[basis]
     if agent not in keepers:
-        return "keeps no notebook (no entries in this run)"
+        return words["none"]
     if len(keepers) < 2:
-        return "no other agent keeps a notebook, so the peer index A is undefined"
+        return words["alone"]
     a = avail.filter((pl.col("agent") == agent) & pl.col("A").is_not_null())
     if a.height == 0:
-        return "no step >= 2 shared with a peer notebook"
+        return words["shared"]
     if float((a["A"] ** 2).sum()) == 0.0:
-        return "A = 0 at every step (peers recorded no newly dated evidence)"
+        return words["zero"]
     return None
 
 
@@ -209,17 +241,75 @@ def evidence_diagnostics(forecasts: pl.DataFrame, notebook: pl.DataFrame, draws:
                          level: float = LEVEL) -> EvidenceResult:
     """Every Figure 2b/2c quantity from a run's forecasts and notebook snapshots."""
     scored = forecasts.filter(~pl.col("missing").fill_null(False))
-    keepers = notebook_keepers(notebook)
-    avail = availability(own_counts(notebook, scored), keepers)
+    usage = (scored.group_by("agent").agg(searches=pl.col("n_search").cast(pl.Float64).mean(),
+                                          opens=pl.col("n_open").cast(pl.Float64).mean()))
+    return _diagnose(scored, own_counts(notebook, scored), notebook_keepers(notebook), usage, "notebook", draws,
+                     seed, level)
+
+
+def world_reading(forecasts: pl.DataFrame, tool_calls: pl.DataFrame, days: pl.DataFrame) -> pl.DataFrame:
+    """Per world forecast row (agent, event_id = question, rollout, step): `own` = distinct articles read
+    for the question on days in (tau_{t-1}, tau_t], `searches`, `opens` likewise (no lower bound at the
+    first step), and `first` (no earlier scheduled step). See the module docstring."""
+    keys = ["agent", "rollout"]
+    rows = forecasts.select("agent", "event_id", "rollout", "step", "forecast_date").unique(
+        ["agent", "event_id", "rollout", "step"]).sort("agent", "event_id", "rollout", "step")
+    rows = rows.with_columns(prev=pl.col("forecast_date").shift(1).over("agent", "event_id", "rollout"))
+    empty = rows.with_columns(own=pl.lit(0, pl.Int64), searches=pl.lit(0, pl.Int64), opens=pl.lit(0, pl.Int64))
+    if tool_calls.height == 0:
+        return empty.select("agent", "event_id", "rollout", "step", "own", "searches", "opens",
+                            first=pl.col("prev").is_null())
+    ok = pl.col("error").is_null()
+    tc = (tool_calls.filter(pl.col("tool").is_not_null())
+          .sort("agent", "rollout", "call_index")
+          .with_columns(fc=((pl.col("tool") == "forecast") & ok).cast(pl.Int64))
+          .with_columns(seg=pl.col("fc").cum_sum().over("agent", "rollout", "step") - pl.col("fc"),
+                        qid=pl.when(pl.col("fc") == 1).then(pl.col("args_json").str.json_path_match("$.question_id")),
+                        doc=pl.when((pl.col("tool") == "open_article") & ok)
+                        .then(pl.col("args_json").str.json_path_match("$.doc_id"))))
+    segs = (tc.group_by(*keys, "step", "seg")
+            .agg(question=pl.col("qid").drop_nulls().first(), docs=pl.col("doc").drop_nulls().unique(),
+                 searches=(pl.col("tool") == "search").sum().cast(pl.Int64),
+                 opens=((pl.col("tool") == "open_article") & ok).sum().cast(pl.Int64))
+            .filter(pl.col("question").is_not_null())
+            .join(days.select(*keys, step="day", day_date="date"), on=[*keys, "step"], how="inner"))
+    hit = (rows.join(segs, left_on=[*keys, "event_id"], right_on=[*keys, "question"], how="inner")
+           .filter((pl.col("day_date") <= pl.col("forecast_date"))
+                   & (pl.col("prev").is_null() | (pl.col("day_date") > pl.col("prev"))))
+           .group_by("agent", "event_id", "rollout", "step")
+           .agg(own=pl.col("docs").explode().drop_nulls().n_unique().cast(pl.Int64),
+                searches=pl.col("searches").sum(), opens=pl.col("opens").sum()))
+    return (rows.join(hit, on=["agent", "event_id", "rollout", "step"], how="left")
+            .with_columns(pl.col("own", "searches", "opens").fill_null(0))
+            .select("agent", "event_id", "rollout", "step", "own", "searches", "opens", first=pl.col("prev").is_null()))
+
+
+def world_evidence_diagnostics(forecasts: pl.DataFrame, tool_calls: pl.DataFrame, days: pl.DataFrame,
+                               draws: int = DRAWS, seed: int = SEED, level: float = LEVEL) -> EvidenceResult:
+    """The Figure 2b/2c quantities of a world run, from the articles read per question (module docstring):
+    `tool_calls` and `days` are the run's tool calls and `world_days` rows."""
+    scored = forecasts.filter(~pl.col("missing").fill_null(False)).with_columns(memory=pl.lit(True))
+    reading = world_reading(scored, tool_calls, days)
+    readers = tuple(sorted(reading.group_by("agent").agg(pl.col("own").sum()).filter(pl.col("own") > 0)["agent"]
+                           .to_list()))
+    own = reading.filter(~pl.col("first")).select("agent", "event_id", "rollout", "step", "own")
+    usage = reading.group_by("agent").agg(searches=pl.col("searches").cast(pl.Float64).mean(),
+                                          opens=pl.col("opens").cast(pl.Float64).mean())
+    return _diagnose(scored, own, readers, usage, "reading", draws, seed, level)
+
+
+def _diagnose(scored: pl.DataFrame, own: pl.DataFrame, keepers: tuple[str, ...], usage: pl.DataFrame, basis: str,
+              draws: int, seed: int, level: float) -> EvidenceResult:
+    """A, kappa, the Brier-change groups, G and the Spearman correlations from the own counts of `keepers`."""
+    words = WORDS[basis]
+    avail = availability(own, keepers)
     kept = avail.filter(pl.col("agent").is_in(list(keepers)))
     notes = {}
     kappa = capture_slopes(kept)
     g = episode_improvement(scored, draws, seed, level)
-    usage = (scored.group_by("agent").agg(searches=pl.col("n_search").cast(pl.Float64).mean(),
-                                          opens=pl.col("n_open").cast(pl.Float64).mean()))
     per_agent = (g.join(kappa, on="agent", how="full", coalesce=True)
                  .join(usage, on="agent", how="full", coalesce=True).sort("agent"))
-    kappa_notes = [_kappa_note(a, keepers, avail) for a in per_agent["agent"].to_list()]
+    kappa_notes = [_kappa_note(a, keepers, avail, basis) for a in per_agent["agent"].to_list()]
     per_agent = (per_agent.with_columns(keeper=pl.col("agent").is_in(list(keepers)),
                                         kappa_note=pl.Series(kappa_notes, dtype=pl.String))
                  .with_columns(kappa=pl.when(pl.col("kappa_note").is_null()).then(pl.col("kappa")))
@@ -228,8 +318,7 @@ def evidence_diagnostics(forecasts: pl.DataFrame, notebook: pl.DataFrame, draws:
     quart, cuts, kind = brier_change_by_quartile(scored.filter(pl.col("agent").is_in(list(keepers))), kept, draws,
                                                  seed, level)
     if kind == "none":
-        notes["quartiles"] = ("no consecutive forecasts with a defined A (needs two notebook-keeping agents "
-                              "and memory-on episodes of two or more dates)")
+        notes["quartiles"] = f"no consecutive forecasts with a defined A ({words['transitions']})"
     elif kind == "values":
         notes["quartiles"] = (f"A takes only {quart.height} distinct value(s) over the transitions, so they are "
                               "grouped by value instead of by quartile")
@@ -242,7 +331,7 @@ def evidence_diagnostics(forecasts: pl.DataFrame, notebook: pl.DataFrame, draws:
     for name, value in rho.items():
         if not np.isfinite(value):
             ok = rank.filter(pl.col(name).is_not_null() & pl.col("G").is_not_null()).height
-            notes[f"spearman_{name}"] = (f"needs {MIN_SPEARMAN_AGENTS} notebook-keeping agents with {name} and G; "
+            notes[f"spearman_{name}"] = (f"needs {MIN_SPEARMAN_AGENTS} {words['peers']} with {name} and G; "
                                          f"this run has {ok}" if ok < MIN_SPEARMAN_AGENTS
                                          else f"{name} or G is the same for every agent (no ranks)")
-    return EvidenceResult(avail, per_agent, quart, cuts, rho, kind, keepers, notes)
+    return EvidenceResult(avail, per_agent, quart, cuts, rho, kind, keepers, notes, basis)

@@ -439,7 +439,9 @@ def export(workspace: str | Path, split: str, out: str | Path, run_id: str | Non
                         "were rebuilt from the environment's steps", traj.rebuilt_from_steps)
         summary["paths"]["trajectories"] = _write(traj.rows, out / "trajectories", "trajectories", formats, progress)
     if progress:
-        print(f"exported {split}: " + ", ".join(f"{k} {v} rows" for k, v in summary["rows"].items()) + f" -> {out}")
+        left = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in (summary.get("left_out") or {}).items() if v)
+        print(f"exported {split}: " + ", ".join(f"{k} {v} rows" for k, v in summary["rows"].items())
+              + (f" (left out: {left})" if left else "") + f" -> {out}")
     return summary
 
 

@@ -20,7 +20,7 @@ import polars as pl
 from forecast_env.envs.records import ablations
 from forecast_env.eval import metrics
 from forecast_env.eval.calibration import decompose
-from forecast_env.eval.evidence import evidence_diagnostics
+from forecast_env.eval.evidence import evidence_diagnostics, world_evidence_diagnostics
 from forecast_env.eval.modes import check_companion, compare_modes, find_companion, run_mode
 from forecast_env.eval.skill import date_scores, skill_leaderboard
 
@@ -58,8 +58,16 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
             category=pl.lit(None, pl.String))
     world = run_dir / "world_questions.parquet"  # world-mode runs (docs/design.md §5 "World mode")
     world_questions = pl.read_parquet(world) if world.exists() else None
-    return {"meta": meta, "forecasts": forecasts, "market": market, "notebook": notebook, "events": events,
-            "world_questions": world_questions}
+    out = {"meta": meta, "forecasts": forecasts, "market": market, "notebook": notebook, "events": events,
+           "world_questions": world_questions, "world_days": None, "tool_calls": None}
+    if meta.get("mode") == "world":  # the world's evidence is what was read per question (eval/evidence.py)
+        if (run_dir / "world_days.parquet").exists():
+            out["world_days"] = pl.read_parquet(run_dir / "world_days.parquet", columns=["agent", "rollout", "day",
+                                                                                          "date"])
+        if (run_dir / "tool_calls.parquet").exists():
+            out["tool_calls"] = pl.read_parquet(run_dir / "tool_calls.parquet", columns=[
+                "agent", "rollout", "step", "call_index", "tool", "args_json", "error"])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,11 +184,20 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
         out["modes"] = compare_modes(*pair, boot)
     elif run_mode(run["meta"]) == "world":
         out["modes"] = None  # no episode run to compare with: the report says how to make one
-    if notebook is not None and scored.height and run["meta"].get("mode") != "world":
+    ev = None
+    if run["meta"].get("mode") == "world":
+        if run.get("tool_calls") is not None and run.get("world_days") is not None and scored.height:
+            ev = world_evidence_diagnostics(f, run["tool_calls"], run["world_days"], boot.draws, boot.seed,
+                                            boot.level)
+        else:
+            out["evidence_missing"] = ("this world run has no tool_calls.parquet or world_days.parquet, so what each "
+                                       "forecast relied on cannot be told; rerun it with this version")
+    elif notebook is not None and scored.height:
         ev = evidence_diagnostics(f, notebook, boot.draws, boot.seed, boot.level)
+    if ev is not None:
         out["evidence"] = {"per_agent": ev.per_agent.to_dicts(), "quartiles": ev.quartiles.to_dicts(),
                            "cut_points": ev.cut_points, "grouping": ev.grouping, "keepers": list(ev.keepers),
-                           "spearman": ev.spearman, "notes": ev.notes}
+                           "spearman": ev.spearman, "notes": ev.notes, "basis": ev.basis}
     return out
 
 
@@ -232,7 +249,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
                        "its scheduled dates with its standing forecast at the end of the day (the tables below, "
                        "comparable with episode runs); time-weighted Brier = each question's mean end-of-day Brier "
                        "over its listed days before the cut, then the mean over questions (events weighted "
-                       "equally). Evidence diagnostics are per event and are left out for world runs.")))
+                       "equally). The evidence diagnostics of a world run count the articles read for each "
+                       "question (see that section).")))
         b.append(("table", ["agent", "time-weighted Brier", "questions", "question-days"],
                   [[r["agent"], _ci(r), r["questions"], r["days"]] for r in res["world"]]))
     if "modes" in res:
@@ -310,6 +328,9 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     ev = res.get("evidence")
     if ev:
         b.extend(_evidence_blocks(ev, plots))
+    elif res.get("evidence_missing"):
+        b.append(("h2", "Evidence diagnostics (articles read per question)"))
+        b.append(("p", f"Undefined: {res['evidence_missing']}."))
     return b
 
 
@@ -348,20 +369,34 @@ def _modes_blocks(modes: Mapping[str, Any] | None, meta: Mapping[str, Any], pct:
 def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Block]:
     notes = ev.get("notes") or {}
     keepers = ", ".join(ev.get("keepers") or []) or "none"
-    b: list[Block] = [("h2", "Evidence diagnostics (memory-on notebooks)")]
-    b.append(("p", (f"Notebook-keeping agents (at least one entry in the run): {keepers}. A = leave-one-agent-out "
-                   "availability index (mean count of newly dated entries of the other keepers); kappa = capture "
-                   "slope sum(own * A) / sum(A^2); G = first minus last Brier (positive = improvement); searches / "
-                   "opens per forecast date. A dash is an undefined value; the last column says why.")))
+    peers = "notebook-keeping agents" if ev.get("basis", "notebook") == "notebook" else "reading agents"
+    if ev.get("basis", "notebook") == "notebook":
+        b: list[Block] = [("h2", "Evidence diagnostics (memory-on notebooks)")]
+        b.append(("p", (f"Notebook-keeping agents (at least one entry in the run): {keepers}. A = leave-one-agent-out "
+                       "availability index (mean count of newly dated entries of the other keepers); kappa = capture "
+                       "slope sum(own * A) / sum(A^2); G = first minus last Brier (positive = improvement); searches "
+                       "/ opens per forecast date. A dash is an undefined value; the last column says why.")))
+    else:
+        b = [("h2", "Evidence diagnostics (articles read per question)")]
+        b.append(("p", (f"World run: one notebook serves every question and is recorded once, at the world's end, so "
+                       "the evidence behind a forecast is what the agent read for it. A reading segment is the run "
+                       "of one day's calls after that day's previous forecast up to a forecast(question_id); its "
+                       "opened articles and searches count for that question. Own count at a question's scheduled "
+                       "step t = distinct articles of its segments on the days after the previous scheduled date, up "
+                       f"to and including this one. Reading agents (at least one such article): {keepers}. A = "
+                       "leave-one-agent-out mean own count of the other readers; kappa = sum(own * A) / sum(A^2); "
+                       "G = first minus last scheduled Brier of a question (positive = improvement); searches / "
+                       "opens per scored (question, date) row. A dash is an undefined value; the last column says "
+                       "why.")))
     b.append(("table", ["agent", "kappa", "G", "searches", "opens", "kappa undefined because"],
               [[r["agent"], _num(r["kappa"]), _ci({"value": r["G"], "lo": r["G_lo"], "hi": r["G_hi"]}),
                 _num(r["searches"], 2), _num(r["opens"], 2), r.get("kappa_note") or ""] for r in ev["per_agent"]]))
     grouping = ev.get("grouping", "quartiles")
     if grouping == "quartiles":
-        intro = ("Brier change between consecutive forecasts of the keepers by quartile of A (cut points "
+        intro = (f"Brier change between consecutive forecasts of the {peers} by quartile of A (cut points "
                  + ", ".join(_num(c) for c in ev["cut_points"]) + "; a value on a cut point is in the lower group).")
     elif grouping == "values":
-        intro = "Brier change between consecutive forecasts of the keepers by value of A."
+        intro = f"Brier change between consecutive forecasts of the {peers} by value of A."
     else:
         intro = "Brier change between consecutive forecasts by A: undefined."
     if notes.get("quartiles"):
@@ -377,7 +412,7 @@ def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Bl
     for name in ("kappa", "searches", "opens"):
         why = notes.get(f"spearman_{name}")
         parts.append(f"{name} {_num(rho[name], 3)}" + (f" (undefined: {why})" if why else ""))
-    b.append(("p", "Spearman with G across notebook-keeping agents: " + "; ".join(parts) + "."))
+    b.append(("p", f"Spearman with G across {peers}: " + "; ".join(parts) + "."))
     if "evidence" in plots:
         b.append(("img", "Evidence capture vs improvement", plots["evidence"]))
     return b

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +70,23 @@ def write_pair(runs: Path) -> tuple[Path, Path]:
                               "cut": None, "scored": 3, "brier": base, "eligible_days": 10 + i,
                               "days_with_standing": 10, "time_weighted_brier": base + 0.01 * i})
     atomic_write_table(wo / "world_questions.parquet", pa.Table.from_pylist(questions), schema.WORLD_QUESTIONS)
+    days, calls = [], []
+    for agent in ("sharp", "uniform"):
+        for i in range(14):
+            day = date(2026, 3, 1) + timedelta(days=i)
+            days.append({"run_id": "20260302-000000-wo", "agent": agent, "world_id": "world-x", "rollout": 0,
+                         "date": day, "day": i + 1, "listed": 4, "standing": 4, "scored": 1, "brier": 0.5,
+                         "n_calls": 3, "budget": 40, "budget_exhausted": False, "skipped": None})
+            for r in wo_rows:  # the reader opens one article per question on each of its scheduled dates
+                if r["agent"] == agent and r["forecast_date"] == day:
+                    tools = ([("open_article", {"doc_id": f"{r['event_id']}-{i}"})] if agent == "sharp" else []) + [
+                        ("forecast", {"question_id": r["event_id"], "probabilities": r["probs"]})]
+                    for tool, args in tools:
+                        calls.append({"run_id": "20260302-000000-wo", "agent": agent, "event_id": "world-x",
+                                      "rollout": 0, "step": i + 1, "call_index": len(calls), "tool": tool,
+                                      "args_json": json.dumps(args), "result_doc_ids": [], "error": None})
+    atomic_write_table(wo / "world_days.parquet", pa.Table.from_pylist(days), schema.WORLD_DAYS)
+    atomic_write_table(wo / "tool_calls.parquet", pa.Table.from_pylist(calls), schema.TOOL_CALLS)
     return ep, wo
 
 
