@@ -111,3 +111,18 @@ def test_scores_use_the_prefix_statistics(months, tmp_path, monkeypatch):
             want = idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(toks[r]) / avgdl))
             assert s == pytest.approx(want, rel=1e-12)
         assert len(rows) == df
+
+
+def test_open_index_keeps_no_per_row_arrays_in_private_memory(tmp_path):
+    """The as-of statistics cost O(rows / PREFIX_BLOCK) private bytes: at 10M articles a per-row
+    int64 prefix sum was 80 MB of the searcher's private memory (per-row data stays mapped)."""
+    n = 20_000
+    write_month_postings(tmp_path / "m", build_month_postings(texts(n, 11)))
+    build_global_postings(tmp_path / "g", [tmp_path / "m"])
+    hidden = np.random.default_rng(3).random(n) < 0.1
+    for h in (None, hidden):
+        index = BM25Index(tmp_path / "g", h)
+        private = sum(v.nbytes for k, v in vars(index).items()
+                      if isinstance(v, np.ndarray) and not isinstance(v, np.memmap) and k != "hidden")
+        assert private <= 2 * 8 * (n // bm25.PREFIX_BLOCK + 1)
+        assert all(isinstance(getattr(index, name), np.memmap) for name in ("rows", "tfs", "doclen", "indptr"))
