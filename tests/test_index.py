@@ -218,6 +218,13 @@ def test_ann_months_are_prefix_invariant(ann_stores, tmp_path):
             want = prefix.search_vectors(queries, d, k=10)
             assert [[(h.doc_id, h.score) for h in hits] for hits in got] == \
                 [[(h.doc_id, h.score) for h in hits] for hits in want]
+            # text queries too: hybrid fuses the approximate dense list with BM25, whose as-of
+            # statistics come from block prefix sums (hidden rows excluded)
+            for mode in ("hybrid", "bm25"):
+                for q in ("election vote", "oil price storm", "court ruling senate"):
+                    got_t = full.search(q, d, k=10, mode=mode)
+                    want_t = prefix.search(q, d, k=10, mode=mode)
+                    assert got_t and [(h.doc_id, h.score) for h in got_t] == [(h.doc_id, h.score) for h in want_t]
 
 
 def test_ivf_of_a_month_ignores_later_months(ann_stores, tmp_path):
