@@ -293,6 +293,7 @@ class TrajectoryExport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped_sessions: int = 0  # ended by an infrastructure failure, or nothing was done
     other_split_days: int = 0  # world days listing a question of another split
+    days_without_questions: int = 0  # world days on which no question was listed
     rebuilt_from_steps: int = 0  # episodes whose agent transcript did not split into one chat per session
 
 
@@ -344,7 +345,10 @@ def trajectory_rows(run_dir: Path, split_ids: set[str], include_text: bool, tool
                 continue
             if world:
                 listed = _listed(world_questions, t["agent"], t["rollout"], session.day)
-                if not listed or not set(listed) <= split_ids:
+                if not listed:  # nothing to forecast that day: the agent could only move the clock on
+                    out.days_without_questions += 1
+                    continue
+                if not set(listed) <= split_ids:
                     out.other_split_days += 1
                     continue
                 scores = [s for s in t.get("scores") or [] if str(s.get("forecast_date"))[:10] == session.day]
@@ -433,6 +437,7 @@ def export(workspace: str | Path, split: str, out: str | Path, run_id: str | Non
         _assert_split(traj.rows, split_ids, split, "trajectories")
         summary["rows"]["trajectories"] = len(traj.rows)
         summary["left_out"] = {"skipped_sessions": traj.skipped_sessions, "other_split_days": traj.other_split_days,
+                               "days_without_questions": traj.days_without_questions,
                                "rebuilt_from_steps": traj.rebuilt_from_steps}
         if traj.rebuilt_from_steps:
             log.warning("export: %d episode transcripts did not split into one chat per session; their samples "
