@@ -135,7 +135,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                "they stay in the store and are hidden from search by default."), "",
               "## Market quotes", "",
               (f"{report.get('market_quotes', 0):,} articles quote a betting or prediction market's odds; "
-               "hidden from search by default (retrieval.hide)."), ""]
+               "hidden from search by default (env.hide_market_quotes)."), ""]
     lines += ["## Articles per month", "", "| month | articles |", "|---|---:|"]
     lines += [f"| {m} | {n:,} |" for m, n in report["months"].items()]
     lines += ["", "## Files not read whole", ""]

@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 from forecast_env.envs import tools
 from forecast_env.envs.episodes import EventEpisode, ForecastDate, Quote, load_episodes
@@ -40,7 +39,7 @@ __all__ = ["EventEpisode", "ForecastDate", "ForecastEnv", "Quote", "UnicodeText"
 ERROR_KINDS = ("invalid_action", "tool_failed", "internal")
 
 
-class ForecastEnv(gym.Env):
+class ForecastEnv(tools.RetrievalEnv):
     """
     ## Description
 
@@ -129,10 +128,12 @@ class ForecastEnv(gym.Env):
     `ForecastEnv(workspace, split="eval", config=None, event_ids=None, searcher=None, **overrides)`:
     `config` and `overrides` are keys of the `env` config section (`forecast_env/defaults/env.yaml`:
     memory, max_calls_per_date, max_observation_chars, search_k, max_k, search_mode, article_chars,
-    reward_mode, show_market, hide_leak_flagged, log_eps, max_action_chars, max_claim_chars).
-    `searcher` is an open `forecast_env.retrieval.Searcher` (the caller closes it); by default the
-    environment opens one at the first search, with its `hide_leak_flagged` switch, and `close()`
-    closes it. Budget: `max_calls_per_date` calls per date, forecast included;
+    reward_mode, show_market, hide_leak_flagged, hide_market_quotes, log_eps, max_action_chars,
+    max_claim_chars). `hide_leak_flagged` and `hide_market_quotes` (both true by default) hide
+    leak-flagged and market-quoting articles from search and open_article; `hide_market_quotes=False`
+    is an ablation, recorded on every forecast row (`hidden_flags`) like `show_market`.
+    `searcher` is an open `forecast_env.retrieval.Searcher` hiding exactly that set (the caller
+    closes it); by default the environment opens one at the first search, and `close()` closes it. Budget: `max_calls_per_date` calls per date, forecast included;
     when they are spent without a forecast, the uniform forecast is recorded with
     `fallback="budget_exhausted"` and the next date begins.
 
@@ -171,8 +172,7 @@ class ForecastEnv(gym.Env):
         self.split = cfg["split"]
         self.episodes = load_episodes(self.workspace, self.split, event_ids)
         self._by_id = {e.event_id: e for e in self.episodes}
-        self._searcher = searcher
-        self._owns_searcher = False
+        self._hold_searcher(searcher)
         self.memory = bool(cfg["memory"])
         self.show_market = bool(cfg["show_market"])
         self.tool_specs = tools.tool_specs(cfg["max_k"], cfg["search_k"], cfg["search_mode"])
@@ -185,16 +185,6 @@ class ForecastEnv(gym.Env):
         self._reset_state()
 
     # -- public helpers -----------------------------------------------------------------------
-
-    @property
-    def searcher(self) -> Searcher:
-        """The retrieval backend (opened on first use)."""
-        if self._searcher is None:
-            from forecast_env.retrieval import Searcher
-
-            self._searcher = Searcher.open(self.workspace, hide=self.config["hide_leak_flagged"])
-            self._owns_searcher = True
-        return self._searcher
 
     @property
     def event_ids(self) -> list[str]:
@@ -308,13 +298,6 @@ class ForecastEnv(gym.Env):
                             "terminated": self._done})
         return obs, reward, self._done, False, info
 
-    def close(self) -> None:
-        """Close the searcher this environment opened (a searcher passed in belongs to the caller)."""
-        if self._owns_searcher and self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
-        super().close()
-
     # -- internals ----------------------------------------------------------------------------
 
     def _reset_state(self) -> None:
@@ -378,7 +361,7 @@ class ForecastEnv(gym.Env):
             else:
                 report, raw = scoring.normalize_report(probs, d.options), args_json(probs)
             row = forecast_row(ep, d, self.rollout, report, raw, self.config["log_eps"], counts)
-        row.update(memory=self.memory, show_market=self.show_market)
+        row.update(memory=self.memory, show_market=self.show_market, hidden_flags=list(self.hidden))
         self._forecasts.append(row)
         return -row["brier"] if self.config["reward_mode"] == "step" and row["brier"] is not None else 0.0
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from forecast_env.envs.episodes import EventEpisode, ForecastDate
+from forecast_env.envs.tools import HIDE_KEYS, hidden_set
 
 from forecast_env import scoring
 
@@ -35,6 +36,23 @@ def args_json(args: Any) -> str | None:
         return json.dumps(args, default=repr, sort_keys=True)[:100_000]
     except (ValueError, TypeError, RecursionError, OverflowError):
         return None
+
+
+def ablations(env_config: Mapping[str, Any]) -> list[str]:
+    """What an env config changes from the benchmark's defaults in what the agent may see or keep, one
+    label per ablation (empty for a default run); reports show them so that an ablation run is never
+    read as, or pooled with, a default one (docs/design.md §5)."""
+    out = []
+    hidden = hidden_set(env_config)
+    for flag, what in (("market_quote", "articles quoting prediction-market odds are shown"),
+                       ("leak_flag", "articles the leakage screen flagged are shown")):
+        if flag not in hidden:
+            out.append(f"{what} (env.{HIDE_KEYS[flag]}=false)")
+    if env_config.get("show_market"):
+        out.append("the previous day's market belief is shown (env.show_market=true)")
+    if env_config.get("memory") is False:
+        out.append("no notebook across forecast dates (env.memory=false)")
+    return out
 
 
 def _int_or_none(x: float | None) -> int | None:

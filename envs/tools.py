@@ -1,5 +1,5 @@
-"""The agent's tools (docs/design.md §5): JSON-schema specs, action parsing and argument checking, and
-the two retrieval tools.
+"""The agent's tools (docs/design.md §5): JSON-schema specs, action parsing and argument checking, the
+two retrieval tools and the searcher behind them (`RetrievalEnv`, what it hides: `hidden_set`).
 
 An action is `{"tool": name, "args": {...}}`, its JSON string, or an OpenAI-style tool call
 (`{"type": "function", "function": {"name": ..., "arguments": "<json>"}}`, `{"name": ...,
@@ -17,9 +17,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forecast_env.errors import FutureArticleError, UnknownArticleError
+import gymnasium as gym
+
+from forecast_env.errors import ConfigError, FutureArticleError, UnknownArticleError
 
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
@@ -372,3 +375,65 @@ def run_open_article(searcher: Searcher, as_of: date, doc_id: str, article_chars
         "body": body[:article_chars],
         "body_truncated": len(body) > article_chars,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# the searcher behind the retrieval tools, and what it hides (docs/design.md §3.hiding, §5)
+# ---------------------------------------------------------------------------------------------
+
+#: The env config key that hides each article flag; every flag of the Searcher's HIDE_FLAGS has one
+#: (tested), and the default hides them all.
+HIDE_KEYS = {"leak_flag": "hide_leak_flagged", "market_quote": "hide_market_quotes"}
+
+
+def hidden_set(env_config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The article flags an env config hides from search and open_article, in `HIDE_KEYS` order.
+
+    A record written before `hide_market_quotes` existed had one switch for both flags, so a missing
+    `hide_market_quotes` follows `hide_leak_flagged`.
+    """
+    leak = bool(env_config.get("hide_leak_flagged", True))
+    shown = {"leak_flag": leak, "market_quote": bool(env_config.get("hide_market_quotes", leak))}
+    return tuple(flag for flag in HIDE_KEYS if shown[flag])
+
+
+class RetrievalEnv(gym.Env):
+    """The base of both environments: the searcher behind their retrieval tools.
+
+    The searcher is opened at the first search with the hide set of the env config (`hidden`) and
+    closed by `close()`. A searcher passed in belongs to the caller and must hide exactly that set (a
+    ConfigError names both otherwise), so the configuration a run records is what its agents saw.
+    """
+
+    workspace: Path
+    config: dict[str, Any]
+    hidden: tuple[str, ...] = ()
+    _searcher: Searcher | None = None
+    _owns_searcher: bool = False
+
+    def _hold_searcher(self, searcher: Searcher | None) -> None:
+        """Take the caller's searcher (checked against the config's hide set), or none yet."""
+        self.hidden = hidden_set(self.config)
+        if searcher is not None and set(searcher.hidden) != set(self.hidden):
+            keys = ", ".join(f"env.{key}={str(bool(self.config[key])).lower()}" for key in HIDE_KEYS.values())
+            raise ConfigError(
+                f"the searcher passed in hides {list(searcher.hidden)}, but {keys} hide {list(self.hidden)}; "
+                f"open it with Searcher.open(workspace, hide={list(self.hidden)}), or pass no searcher")
+        self._searcher, self._owns_searcher = searcher, False
+
+    @property
+    def searcher(self) -> Searcher:
+        """The retrieval backend (opened on first use, hiding `hidden`)."""
+        if self._searcher is None:
+            from forecast_env.retrieval import Searcher
+
+            self._searcher = Searcher.open(self.workspace, hide=self.hidden)
+            self._owns_searcher = True
+        return self._searcher
+
+    def close(self) -> None:
+        """Close the searcher this environment opened (a searcher passed in belongs to the caller)."""
+        if self._owns_searcher and self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        super().close()

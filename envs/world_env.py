@@ -11,7 +11,6 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 from forecast_env.envs import tools
 from forecast_env.envs.notebook import Notebook, NotebookError
@@ -32,7 +31,7 @@ log = logging.getLogger(__name__)
 NOT_LISTED = "{tool}: no question {qid!r} is listed today; use a question_id from today's list"
 
 
-class ForecastWorldEnv(gym.Env):
+class ForecastWorldEnv(tools.RetrievalEnv):
     """
     ## Description
 
@@ -129,8 +128,7 @@ class ForecastWorldEnv(gym.Env):
         self.days = self.world.days
         self._by_id = {q.question_id: q for q in self.world.questions}
         self._listed_by_day = [self.world.listed(d) for d in self.days]
-        self._searcher = searcher
-        self._owns_searcher = False
+        self._hold_searcher(searcher)
         self.memory = bool(cfg["memory"])
         self.tool_specs = tools.world_tool_specs(cfg["max_k"], cfg["search_k"], cfg["search_mode"])
         self.observation_space = UnicodeText(cfg["max_observation_chars"])
@@ -142,16 +140,6 @@ class ForecastWorldEnv(gym.Env):
     def world_id(self) -> str:
         """The id a world run's rows carry where an event id would stand (tool calls, notebook)."""
         return self.world.world_id
-
-    @property
-    def searcher(self) -> Searcher:
-        """The retrieval backend (opened on first use)."""
-        if self._searcher is None:
-            from forecast_env.retrieval import Searcher
-
-            self._searcher = Searcher.open(self.workspace, hide=self.config["hide_leak_flagged"])
-            self._owns_searcher = True
-        return self._searcher
 
     @property
     def today(self) -> date:
@@ -244,13 +232,6 @@ class ForecastWorldEnv(gym.Env):
         self._steps.append({"observation": obs, "action": {"skip_date": reason}, "reward": reward,
                             "terminated": self._done})
         return obs, reward, self._done, False, info
-
-    def close(self) -> None:
-        """Close the searcher this environment opened (a searcher passed in belongs to the caller)."""
-        if self._owns_searcher and self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
-        super().close()
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -361,7 +342,7 @@ class ForecastWorldEnv(gym.Env):
                 row = forecast_row(q.episode, d, self.rollout, report, standing[1] if standing else None,
                                    self.config["log_eps"], counts)
                 briers.append(row["brier"])
-            row.update(memory=self.memory, show_market=False)
+            row.update(memory=self.memory, show_market=False, hidden_flags=list(self.hidden))
             self._forecasts.append(row)
         self._day_rows.append({
             "date": today, "day": self._t + 1, "listed": len(listed), "standing": sum(

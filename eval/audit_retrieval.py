@@ -148,7 +148,7 @@ def _tie_swap_only(ids_a: list[str], s_a: np.ndarray, ids_b: list[str], s_b: np.
 
 
 def _searcher_hidden(s: Any) -> tuple[str, ...]:
-    """The article flags the searcher hides (`retrieval.hide`), as store column names."""
+    """The article flags the searcher hides (`Searcher.hidden`), as store column names."""
     flags = getattr(s, "hidden", None)
     if isinstance(flags, (tuple, list)):
         return tuple(str(f) for f in flags)

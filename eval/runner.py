@@ -195,12 +195,13 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
 
 async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, bar: Any) -> list[dict]:
     from forecast_env.agents.base import arun_episode
+    from forecast_env.envs.tools import hidden_set
 
     from forecast_env.retrieval import Searcher
 
     searcher = None
     try:
-        searcher = Searcher.open(ctx["workspace"])
+        searcher = Searcher.open(ctx["workspace"], hide=hidden_set(ctx["env_config"]))  # the run's hide set
     except ForecastEnvError:
         searcher = None  # the env will say what is missing at the first search
     envs: asyncio.Queue = asyncio.Queue()

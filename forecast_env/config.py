@@ -63,6 +63,24 @@ FLEXIBLE: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 
+#: Keys that were removed, with what to write instead (dotted path inside the section -> advice).
+#: A removed key is a ConfigError naming its replacement, never silently ignored or remapped.
+REMOVED: dict[str, dict[str, str]] = {
+    "corpus": {
+        "retrieval.hide": ("what agents may see is set per run in the env section (docs/design.md §3.hiding): "
+                           "env.hide_leak_flagged (default true) and env.hide_market_quotes (default true; false "
+                           "is the recorded market-quote ablation); `forecast-env search --show-hidden` shows "
+                           "every article"),
+    },
+}
+
+
+def removed_key(section: str, path: str) -> str | None:
+    """The advice for a removed key of `section` (None when `path` was never removed)."""
+    advice = REMOVED.get(section, {}).get(path)
+    return f"{section}.{path} was removed: {advice}" if advice else None
+
+
 def default_config(section: str) -> dict[str, Any]:
     """The packaged defaults of one section."""
     if section not in SECTIONS:
@@ -95,6 +113,9 @@ def _merge(section: str, base: dict[str, Any], update: Mapping[str, Any], where:
     for key, value in update.items():
         path = f"{prefix}{key}"
         if key not in base:
+            gone = removed_key(section, path)
+            if gone:
+                raise ConfigError(f"{where}: {gone}")
             allowed = ", ".join(sorted(str(k) for k in base))
             raise ConfigError(f"{where}: unknown key {section}.{path!r}; allowed here: {allowed}")
         default = base[key]
@@ -206,6 +227,9 @@ def route_overrides(overrides: Sequence[str], sections: Sequence[str] = SECTIONS
                                   f"keys of {head}: {', '.join(sorted(default_config(head)))}")
             routed[head].append(item)
             continue
+        gone = next((m for s in SECTIONS if (m := removed_key(s, key))), None)
+        if gone:  # a removed key written without its section (e.g. retrieval.hide)
+            raise ConfigError(f"--set {item!r}: {gone}")
         owners = [s for s in sections if head in default_config(s)]
         if len(owners) > 1:
             raise ConfigError(f"--set {item!r}: {head!r} is a key of several sections ({', '.join(owners)}); "

@@ -263,6 +263,7 @@ FORECASTS = pa.schema(
         ("n_open", pa.int32()),
         ("memory", pa.bool_()),
         ("show_market", pa.bool_()),  # the off-by-default ablation, recorded on every row
+        ("hidden_flags", STR_LIST),  # article flags hidden from search/open_article (default: leak_flag, market_quote)
     ]
 )
 

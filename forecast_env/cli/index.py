@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
     s.add_argument("--mode", default="hybrid", choices=ALLOWED["env"]["search_mode"], help="default hybrid")
     s.add_argument("--show-hidden", action="store_true",
-                   help="include the articles retrieval.hide hides (leak-flagged, market quotes)")
+                   help="include the hidden articles (leak-flagged, market quotes)")
     s.add_argument("--json", action="store_true", help="print a JSON list of hits")
     add_common(s, ["corpus"])
     s.set_defaults(func=run_search)

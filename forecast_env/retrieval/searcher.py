@@ -6,8 +6,9 @@ scans full month shards before the date's month and a row range of that month; B
 computed over the prefix.
 
 Hiding (docs/design.md §3.hiding): the Searcher is the one place that decides. Articles carrying a
-flag named in `retrieval.hide` (default: `leak_flag` and `market_quote`) are removed before
-ranking in every mode: from hits, from the BM25 statistics (N, df, avgdl) and from dense
+flag named in `hide` (default: every flag, `leak_flag` and `market_quote`; an environment passes the
+set its `env.hide_leak_flagged` / `env.hide_market_quotes` keys select) are removed before ranking in
+every mode: from hits, from the BM25 statistics (N, df, avgdl) and from dense
 candidates, from `day_counts`, and from `open_article`, which refuses an unknown, a not-yet-visible
 and a hidden id with one error type and one message.
 
@@ -44,7 +45,7 @@ from forecast_env.retrieval.tokenize import tokenize
 from forecast_env.timeparse import parse_day as _read_day
 
 MODES = ("hybrid", "dense", "bm25")
-#: Article flags that `retrieval.hide` may name, with the per-row array the index stores for each.
+#: Article flags that `hide` may name, with the per-row array the index stores for each.
 HIDE_FLAGS = {"leak_flag": "leak.npy", "market_quote": "market_quote.npy"}
 
 
@@ -129,12 +130,12 @@ def hidden_flags(value: bool | Iterable[str]) -> tuple[str, ...]:
     if isinstance(value, bool):
         return tuple(HIDE_FLAGS) if value else ()
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ConfigError(f"retrieval.hide = {value!r}: give a list of article flags out of "
+        raise ConfigError(f"hide = {value!r}: give a list of article flags out of "
                           f"{', '.join(HIDE_FLAGS)} (an empty list shows everything)")
     names = tuple(dict.fromkeys(value))
     unknown = [n for n in names if n not in HIDE_FLAGS]
     if unknown:
-        raise ConfigError(f"retrieval.hide names {unknown[0]!r}, which is not an article flag; "
+        raise ConfigError(f"hide names {unknown[0]!r}, which is not an article flag; "
                           f"allowed: {', '.join(HIDE_FLAGS)}")
     return names
 
@@ -188,13 +189,13 @@ class Searcher:
              hide: bool | Iterable[str] | None = None, *, embedder: Any = None) -> Searcher:
         """Open the index of `workspace` (config: `load_config("corpus")`; embedder: query encoder override).
 
-        `hide` overrides `retrieval.hide`: the article flags whose articles are hidden (True: every
-        flag of HIDE_FLAGS; False: none).
+        `hide`: the article flags whose articles are hidden (None or True: every flag of HIDE_FLAGS, the
+        default; False: none; or the names). Environments pass the set their env config selects.
         """
         root = Path(workspace).expanduser().resolve()
         manifest = read_index_manifest(root / "index")
         cfg = config if config is not None else load_config("corpus")
-        return cls(root, manifest, cfg, hidden_flags(cfg["retrieval"]["hide"] if hide is None else hide), embedder)
+        return cls(root, manifest, cfg, hidden_flags(True if hide is None else hide), embedder)
 
     @property
     def shows_market_quotes(self) -> bool:
