@@ -355,7 +355,7 @@ def load_environment(workspace: str | Path, split: str = "eval", episode: bool =
     if not (ws.events_dir / "manifest.json").exists():
         raise ForecastEnvError(f"{ws.root} has no built events (no {ws.events_dir / 'manifest.json'}); build them "
                                "with `forecast-env events build` first")
-    env_cfg = load_config("env", overrides={**dict(env_config or {}), "split": split})
+    env_cfg = load_config("env", overrides=dict(env_config or {}))
     run_id = run_id or datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + f"-vf-{secrets.token_hex(3)}"
     task_cfg = {"workspace": str(ws.root), "split": split, "episode": bool(episode), "run_id": run_id,
                 "label": label, "env": dict(env_config or {})}
@@ -427,7 +427,7 @@ def ensure_run_record(cfg: ForecastTaskConfig, events: Sequence[str] | None = No
     ws = Workspace.at(cfg.workspace)
     run_dir = ws.runs_dir / cfg.run_id
     path = run_dir / "run.json"
-    env_cfg = load_config("env", overrides={**cfg.env, "split": cfg.split})
+    env_cfg = load_config("env", overrides=dict(cfg.env))  # as the runner records it (the split is its own field)
     unit = "event" if cfg.episode else "date"
     if path.exists():
         try:
