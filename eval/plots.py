@@ -188,12 +188,41 @@ def figure_evidence(res: Mapping[str, Any]) -> Figure | None:
     return fig
 
 
+def figure_modes(res: Mapping[str, Any]) -> Figure | None:
+    """Episode and world runs side by side: each shared agent's Brier in both modes (and the world's
+    time-weighted Brier) with 95% intervals; modes told apart by marker and colour, dodged."""
+    rows = [r for r in (res.get("modes") or {}).get("rows") or [] if _ok(r["brier"]["value"])]
+    if not rows:
+        return None
+    agents = sorted({r["agent"] for r in rows})
+    series = [("episode", "brier", "episode: Brier", "o"), ("world", "brier", "world: Brier", "s"),
+              ("world", "time_weighted_brier", "world: time-weighted Brier", "^")]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.6 * len(agents) + 2.5), 4))
+    for i, (off, (mode, key, label, marker)) in enumerate(zip(_dodged(len(series), 0.45), series)):
+        pts = [(agents.index(r["agent"]) + off, r[key]) for r in rows
+               if r["mode"] == mode and r.get(key) and _ok(r[key].get("value"))]
+        if not pts:
+            continue
+        x = [p[0] for p in pts]
+        y = [p[1]["value"] for p in pts]
+        err = [[v - p[1]["lo"] for v, p in zip(y, pts)], [p[1]["hi"] - v for v, p in zip(y, pts)]]
+        ax.errorbar(x, y, yerr=err, fmt=marker, mfc="none", color=colours[i % len(colours)], capsize=3, lw=1,
+                    label=label)
+    ax.set_xticks(range(len(agents)), agents, rotation=20 if len(agents) > 4 else 0)
+    ax.set_xlim(-0.6, len(agents) - 0.4)
+    ax.set(ylabel="Brier (lower is better)", title="Episode and world mode side by side")
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
 FIGURES: dict[str, Callable[[Mapping[str, Any]], Figure | None]] = {
     "reliability": figure_reliability,
     "thirds": figure_thirds,
     "category": figure_category,
     "skill": figure_skill,
     "evidence": figure_evidence,
+    "modes": figure_modes,
 }
 
 

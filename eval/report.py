@@ -254,7 +254,7 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
         b.append(("table", ["agent", "time-weighted Brier", "questions", "question-days"],
                   [[r["agent"], _ci(r), r["questions"], r["days"]] for r in res["world"]]))
     if "modes" in res:
-        b.extend(_modes_blocks(res["modes"], meta, pct))
+        b.extend(_modes_blocks(res["modes"], meta, pct, plots))
     b.append(("h2", "Scores"))
     comps = res.get("market_comparisons") or ["log_vs_market"]
     heads = {"log_vs_market": "log vs market (day mean)", "log_vs_market_close": "log vs market (day close)"}
@@ -334,7 +334,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     return b
 
 
-def _modes_blocks(modes: Mapping[str, Any] | None, meta: Mapping[str, Any], pct: str) -> list[Block]:
+def _modes_blocks(modes: Mapping[str, Any] | None, meta: Mapping[str, Any], pct: str,
+                  plots: Mapping[str, str]) -> list[Block]:
     """The side-by-side section of an episode run and a world run (`eval/modes.py`)."""
     b: list[Block] = [("h2", "Episode and world mode side by side")]
     if not modes:
@@ -363,6 +364,8 @@ def _modes_blocks(modes: Mapping[str, Any] | None, meta: Mapping[str, Any], pct:
                         *(f"{heads[c]} world - episode" for c in comps), "cells", "events", "significant"],
               [[r["agent"], _ci(r["brier"]), _ci(r["accuracy"]), *(_ci(r[c]) for c in comps), r["cells"],
                 r["brier"]["n_events"], "*" if r["brier"]["significant"] else ""] for r in modes["paired"]]))
+    if "modes" in plots:
+        b.append(("img", "Episode and world mode side by side", plots["modes"]))
     return b
 
 

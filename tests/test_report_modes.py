@@ -173,3 +173,16 @@ def test_report_cli_compares_a_run_given_by_id_and_can_leave_it_out(tmp_path, ca
     assert "## Episode and world mode side by side" not in capsys.readouterr().out
     assert main(["report", "--run", str(wo), "--compare", str(tmp_path / "ws" / "runs" / "x")]) == 2
     assert "not a finished run directory" in capsys.readouterr().err
+
+
+def test_side_by_side_plot_is_embedded_with_a_legend(tmp_path):
+    from forecast_env.eval.plots import figure_modes
+
+    _, wo = write_pair(tmp_path / "runs")
+    paths = build_report(wo)
+    assert any(Path(p).name == "modes.png" for p in paths["plots"])
+    assert "![Episode and world mode side by side](plots/modes.png)" in Path(paths["markdown"]).read_text()
+    fig = figure_modes(json.loads(Path(paths["json"]).read_text()))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["episode: Brier", "world: Brier", "world: time-weighted Brier"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["sharp", "uniform"]
