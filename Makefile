@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the pinned CPU build; an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp]'
+	# the verifiers extra too: tests/test_verifiers.py runs verifiers' own rollout loop (it skips without it)
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers]'
 	touch $(STAMP)
 
 demo: $(STAMP)

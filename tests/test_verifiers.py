@@ -150,7 +150,7 @@ def test_per_date_rollout_rewards_the_dates_score_and_is_recorded(micro_events: 
 
 def test_episode_rollout_carries_the_notebook_across_dates(micro_events: Path) -> None:
     env = load_environment(micro_events, "eval", episode=True, run_id="vf-episode")
-    task = list(env.taskset)[0]
+    task = next(iter(env.taskset))
     assert task.data.step is None
     obs = _observation(task)
     options, total = obs["options"], obs["steps_total"]
