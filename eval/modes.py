@@ -30,7 +30,8 @@ from forecast_env.errors import RunError
 MODES = ("episode", "world")
 #: environment settings that change what an agent can see or how it is scored; both runs must agree on
 #: them (the call budgets differ by design: per date in episode mode, per day and question in world mode)
-ENV_KEYS = ("memory", "search_mode", "search_k", "max_k", "article_chars", "hide_leak_flagged", "log_eps",
+ENV_KEYS = ("memory", "search_mode", "search_k", "max_k", "article_chars", "hide_leak_flagged", "hide_market_quotes",
+            "log_eps",
             "show_market", "max_observation_chars")
 #: benchmark sections that configure the agents themselves
 AGENT_SECTIONS = ("llm", "retrieval")
