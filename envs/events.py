@@ -43,7 +43,7 @@ from forecast_env.envs.event_tables import (
     write_tables,
 )
 from forecast_env.envs.filters import EventSeries, MarketFilters
-from forecast_env.envs.funnel import BuildRun, Report, write_report
+from forecast_env.envs.funnel import BuildRun, Report, record_market_quotes, write_report
 from forecast_env.envs.gamma import construct_event, open_cache
 from forecast_env.envs.schedule import Schedule, build_schedule, forecast_grid, known_day, schedule_cut
 from forecast_env.envs.screen import Decomposer, Judge
@@ -323,6 +323,7 @@ def _finish(run: BuildRun, cands: list[Candidate], ws: Workspace, searcher: Sear
     if not day_counts and in_split:
         log.warning("no corpus day counts: the schedule's activity term is 0 on every day")
     scheduled = _schedule_all(run, in_split, beliefs, day_counts)
+    record_market_quotes(run, ws, scheduled)  # docs/design.md §5: what showing market quotes would expose
     kept, screen_rows = _screen_all(run, scheduled, searcher, judge, progress)
 
     sched_rows: list[Row] = [

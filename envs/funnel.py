@@ -1,22 +1,31 @@
-"""The events funnel (docs/design.md §4 "Funnel"): what each stage and schedule rule removed.
+"""The events funnel (docs/design.md §4 "Funnel"): what each stage and schedule rule removed, and how
+many articles quoting market odds each event would expose (docs/design.md §5 "Market-quote articles").
 
 `WS/events/report.json` holds one funnel per source plus totals, and `cuts`: the schedule record
-of every event that reached the schedule stage; `report.md` renders it (like the paper's Table 8).
+of every event that reached the schedule stage (with its market-quote count); `report.md` renders it
+(like the paper's Table 8).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+from forecast_env.envs.screen import key_terms, named_options, relevance
 
 from forecast_env import schema
 from forecast_env.store import Workspace, atomic_write_json, atomic_write_text, read_table, write_manifest
+
+if TYPE_CHECKING:
+    from forecast_env.envs.candidate import Candidate
+    from forecast_env.envs.schedule import Schedule
 
 #: JSON-able report content.
 Report = dict[str, object]
@@ -37,6 +46,8 @@ class BuildRun:
     #: event id -> its schedule record (t_all, d_known, cut, steps_total, steps_offered, ...).
     cuts: dict[str, Cut] = field(default_factory=dict)
     n_in: int = 0
+    #: event id -> the market-quote articles it would expose (None: not counted, no article store).
+    quote_docs: dict[str, list[str]] | None = None
 
     def exclude(self, eid: str, stage: str, reason: str, detail: str | None) -> None:
         self.exclusions.append((eid, stage, reason, detail))
@@ -65,6 +76,79 @@ def schedule_rules(cuts: Mapping[str, Cut], exclusions: list[tuple[str, str, str
         "no_forecast_dates": {"events_excluded": excluded.get("no_forecast_dates", 0)},
         "steps_total": sum(int(r["steps_total"]) for r in recs),
         "steps_offered": sum(int(r["steps_offered"]) for r in recs),
+    }
+
+
+@dataclass(frozen=True)
+class QuoteWindow:
+    """What the market-quote count needs of one event: its text and the days its articles may come from."""
+
+    event_id: str
+    question: str
+    options: Sequence[str]
+    first_day: date  # the event's start day: nothing quotes a market before it exists
+    last_day: date  # its last offered forecast date: later articles are never retrievable for it
+
+
+def market_quote_articles(ws: Workspace) -> pl.DataFrame | None:
+    """The stored articles that `env.hide_market_quotes=false` would reveal (`market_quote` and not
+    `leak_flag`), sorted by (day, doc_id); None without an article store or with one built before the
+    flag existed."""
+    shards = ws.article_shards()
+    if not shards:
+        return None
+    frame = pl.scan_parquet(shards)
+    if not {"market_quote", "leak_flag"} <= set(frame.collect_schema().names()):
+        return None
+    return (frame.filter(pl.col("market_quote").fill_null(False) & ~pl.col("leak_flag").fill_null(False))
+            .select("doc_id", "day", "title", "summary", "body").sort("day", "doc_id").collect())
+
+
+def match_market_quotes(quotes: pl.DataFrame, windows: Sequence[QuoteWindow], min_term_hits: int) -> dict[str, list[str]]:
+    """Event id -> the doc ids of the market-quote articles retrievable for it (docs/design.md §5): visible
+    on a day from the event's start day to its last forecast date, and about the event by the screen's
+    relevance rule (a named option, or `min_term_hits` of the question's key terms)."""
+    days = quotes["day"].to_numpy() if quotes.height else np.zeros(0, dtype="datetime64[D]")
+    ids = quotes["doc_id"].to_list()
+    texts = ["\n".join(str(x or "") for x in row) for row in quotes.select("title", "summary", "body").iter_rows()]
+    out: dict[str, list[str]] = {}
+    for w in windows:
+        lo, hi = np.searchsorted(days, np.datetime64(w.first_day, "D"), "left"), \
+            np.searchsorted(days, np.datetime64(w.last_day, "D"), "right")
+        terms = [t.lower() for t in key_terms(w.question)]
+        opts = named_options(w.options)
+        out[w.event_id] = [ids[i] for i in range(lo, hi) if relevance(texts[i], terms, opts, min_term_hits)[1]]
+    return out
+
+
+def record_market_quotes(run: BuildRun, ws: Workspace, scheduled: Sequence[tuple[Candidate, Schedule]]) -> None:
+    """Count the market-quote articles of every scheduled event into its schedule record (`market_quotes`)."""
+    quotes = market_quote_articles(ws)
+    if quotes is None:
+        run.quote_docs = None
+        return
+    windows = [QuoteWindow(c.event_id, c.question, c.options, c.start_day, s.steps[-1].forecast_date)
+               for c, s in scheduled if s.steps]
+    run.quote_docs = match_market_quotes(quotes, windows, int(run.cfg["screen"]["offline"]["min_term_hits"]))
+    for eid, docs in run.quote_docs.items():
+        if eid in run.cuts:
+            run.cuts[eid]["market_quotes"] = len(docs)
+
+
+def market_quote_summary(quote_docs: Mapping[str, list[str]] | None, events: pl.DataFrame) -> Report:
+    """The kept events' market-quote counts: totals and the events with at least one, most first."""
+    if quote_docs is None:
+        return {"counted": False}
+    questions = dict(zip(events["event_id"].to_list(), events["question"].to_list())) if events.height else {}
+    per = {eid: quote_docs.get(eid, []) for eid in questions}
+    listed = sorted(((eid, docs) for eid, docs in per.items() if docs), key=lambda x: (-len(x[1]), x[0]))
+    return {
+        "counted": True,
+        "events": len(per),
+        "events_with_quotes": len(listed),
+        "articles": sum(len(d) for d in per.values()),
+        "distinct_articles": len({x for d in per.values() for x in d}),
+        "per_event": [{"event_id": eid, "question": questions[eid], "articles": len(docs)} for eid, docs in listed],
     }
 
 
@@ -99,6 +183,7 @@ def funnel(run: BuildRun, tables: Mapping[str, pa.Table], seconds: float) -> Rep
         "screen_verdicts": verdicts,
         "screen_leaks": int(scr["leak"].sum()) if scr.height else 0,
         "schedule_rules": schedule_rules(run.cuts, run.exclusions),
+        "market_quotes": market_quote_summary(run.quote_docs, ev),
         "schedule_rows": tables["schedule"].num_rows,
         "repairs": dict(run.repairs),
         "counts": dict(run.counts),
@@ -179,7 +264,33 @@ def render_report(report: Mapping[str, object]) -> str:
                 f"{r['outcome_known_early']['events_excluded']} |",
                 "",
             ]
+        lines += render_market_quotes(f.get("market_quotes") or {})
         lines += [f"Repairs: {f['repairs'] or 'none'}; counts: {f['counts'] or 'none'}", ""]
     if report.get("totals"):
         lines += ["## All sources", "", f"{report['totals']}", ""]
     return "\n".join(lines)
+
+
+#: Events listed by name in report.md's market-quote table (report.json lists all of them).
+QUOTE_ROWS = 25
+
+
+def render_market_quotes(q: Mapping[str, Any]) -> list[str]:
+    """The market-quote section of report.md (docs/design.md §5)."""
+    lines = ["### Market-quote articles", ""]
+    if not q.get("counted"):
+        return lines + ["Not counted: the workspace has no article store with the `market_quote` flag.", ""]
+    lines += [f"{q['articles']} articles quoting prediction-market odds ({q['distinct_articles']} distinct) would be "
+              f"retrievable for {q['events_with_quotes']} of {q['events']} kept events: visible from the event's start "
+              "day to its last forecast date, about the event (a named option, or the question's key terms), not "
+              "leak-flagged. They are hidden by default (`env.hide_market_quotes`); a run that shows them is a "
+              "recorded ablation.", ""]
+    rows = q["per_event"]
+    if rows:
+        lines += ["| event | question | articles |", "|---|---|---:|"]
+        lines += [f"| {r['event_id']} | {str(r['question'])[:90].replace('|', '/')} | {r['articles']} |"
+                  for r in rows[:QUOTE_ROWS]]
+        if len(rows) > QUOTE_ROWS:
+            lines.append(f"| ... | {len(rows) - QUOTE_ROWS} more events with quotes (report.json) | |")
+        lines.append("")
+    return lines

@@ -331,6 +331,17 @@ def _mentions(text_low: str, phrase: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(phrase.lower()) + r"(?!\w)", text_low) is not None
 
 
+def relevance(text: str, terms: Sequence[str], opts: Sequence[str], min_term_hits: int) -> tuple[list[str], bool]:
+    """The offline judge's relevance rule (docs/design.md §4 screen): the named options `opts` that `text`
+    mentions, and whether `text` is about the event (it names an option, or at least `min_term_hits` of the
+    question's key `terms`, lower-cased; whole words, case-insensitive)."""
+    low = text.lower()
+    named = [o for o in opts if _mentions(low, o)]
+    hits = sum(1 for t in terms if _mentions(low, t))
+    need = min(min_term_hits, len(terms)) if terms else 1
+    return named, bool(named) or hits >= need
+
+
 @dataclass
 class OfflineJudge:
     """A judge with no model: coverage thresholds for sufficiency, resolution language for leakage.
@@ -362,17 +373,14 @@ class OfflineJudge:
         opts = named_options(event_view["options"])
         option_words = {w.lower() for o in opts for w in _words(o)}
         distinct = [t for t in terms if t not in option_words][:3]  # what names the event itself
-        need = min(self.min_term_hits, len(terms)) if terms else 1
         relevant = 0
         covered: set[str] = set()
         leaks: list[str] = []
         for e in evidence:
             text = "\n".join(str(e.get(k) or "") for k in ("title", "summary", "text"))  # headlines: own sentence
-            low = text.lower()
-            named = [o for o in opts if _mentions(low, o)]
-            hits = sum(1 for t in terms if _mentions(low, t))
+            named, about = relevance(text, terms, opts, self.min_term_hits)
             score = e.get("score")
-            if (named or hits >= need) and (score is None or float(score) > self.min_score):
+            if about and (score is None or float(score) > self.min_score):
                 relevant += 1
                 covered.update(named)
             leak = self._leak(text, opts, distinct, tau)

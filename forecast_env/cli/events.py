@@ -57,6 +57,10 @@ def print_summary(summary: Mapping[str, Any]) -> None:
           f"(cut by closedTime {r['close']['steps_cut']}, by d_known {r['d_known']['steps_cut']}); "
           f"{summary['schedule_rows']} rows for kept events; late legs removed {r['late_legs']['dates_removed']} "
           "eligible days")
+    q = summary.get("market_quotes") or {}
+    if q.get("counted"):
+        print(f"market-quote articles: {q['articles']} ({q['distinct_articles']} distinct) retrievable for "
+              f"{q['events_with_quotes']} of {q['events']} kept events; hidden by default (env.hide_market_quotes)")
     print(f"wrote {summary['output']} (report.md, report.json) in {summary['seconds']:.1f}s")
 
 
