@@ -201,6 +201,8 @@ class ForecastTaskConfig(vf.TaskConfig):
     episode: bool = False
     run_id: str = ""
     label: str = "verifiers"
+    events: list[str] | None = None
+    """Narrows the split to these events (None: all of them)."""
     env: dict[str, Any] = Field(default_factory=dict)
     """Overrides of the `env` config section (forecast_env/defaults/env.yaml)."""
     tools: vf.ToolsetConfig = vf.ToolsetConfig()
@@ -254,9 +256,8 @@ class ForecastTask(vf.Task[ForecastTaskData, ForecastState, ForecastTaskConfig])
 
 
 class ForecastTasksetConfig(vf.TasksetConfig):
-    """The taskset: the split's events (or `events`), one task per (event, forecast date) or per event."""
+    """The taskset: the split's events (or `task.events`), one task per (event, forecast date) or per event."""
 
-    events: list[str] | None = None
     task: ForecastTaskConfig = ForecastTaskConfig()
 
 
@@ -265,7 +266,7 @@ class ForecastTaskset(vf.Taskset[ForecastTask, ForecastTasksetConfig]):
 
     def load(self) -> Iterator[ForecastTask]:
         cfg = self.config.task
-        for data in task_rows(cfg, self.config.events):
+        for data in task_rows(cfg):
             yield ForecastTask(ForecastTaskData(**data), cfg)
 
 
@@ -358,20 +359,19 @@ def load_environment(workspace: str | Path, split: str = "eval", episode: bool =
     env_cfg = load_config("env", overrides=dict(env_config or {}))
     run_id = run_id or datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + f"-vf-{secrets.token_hex(3)}"
     task_cfg = {"workspace": str(ws.root), "split": split, "episode": bool(episode), "run_id": run_id,
-                "label": label, "env": dict(env_config or {})}
+                "label": label, "events": list(events) if events else None, "env": dict(env_config or {})}
     if max_turns is None:
         per_date = int(env_cfg["max_calls_per_date"]) + 2
         max_turns = per_date * (_max_steps(ws.root, split, events) if episode else 1)
     agent: dict[str, Any] = {"runtime": {"type": "subprocess"}, "max_turns": max_turns}
     if harness is not None:
         agent["harness"] = {"id": harness}
-    config = vf.resolve_env_config({"taskset": {"id": PLUGIN_ID, "events": list(events) if events else None,
-                                                "task": task_cfg}, "agent": agent})
+    config = vf.resolve_env_config({"taskset": {"id": PLUGIN_ID, "task": task_cfg}, "agent": agent})
     env = vf.load_environment(config)
     if not isinstance(env, ForecastVerifiersEnv):
         raise ForecastEnvError(f"verifiers resolved taskset {PLUGIN_ID!r} to {type(env).__name__}; is the "
                                "forecast_env_verifiers module of this installation importable?")
-    ensure_run_record(ForecastTaskConfig.model_validate(task_cfg), events)
+    ensure_run_record(ForecastTaskConfig.model_validate(task_cfg))
     return env
 
 
@@ -386,12 +386,13 @@ def _max_steps(workspace: Path, split: str, events: Sequence[str] | None) -> int
 # ---------------------------------------------------------------------------------------------
 
 
-def task_rows(cfg: ForecastTaskConfig, events: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
+def task_rows(cfg: ForecastTaskConfig) -> Iterator[dict[str, Any]]:
     """The taskset's rows: per (event, forecast date), or per event, the prompt opening with the observation."""
     from forecast_env.agents.llm import system_prompt
     from forecast_env.envs.forecast_env import ForecastEnv
 
-    env = ForecastEnv(cfg.workspace, split=cfg.split, config=cfg.env, event_ids=events)
+    check_task_config(cfg)
+    env = ForecastEnv(cfg.workspace, split=cfg.split, config=cfg.env, event_ids=cfg.events)
     system = system_prompt()
     try:
         for ep in env.episodes:
@@ -412,18 +413,28 @@ def task_rows(cfg: ForecastTaskConfig, events: Sequence[str] | None = None) -> I
         env.close()
 
 
-def _event_ids(cfg: ForecastTaskConfig, events: Sequence[str] | None) -> list[str]:
+def check_task_config(cfg: ForecastTaskConfig) -> None:
+    """Refuse a task config without a workspace or run id (verifiers' CLI or a trainer may leave them unset)."""
+    missing = [f"env.taskset.task.{k}" for k in ("workspace", "run_id") if not getattr(cfg, k)]
+    if missing:
+        raise ForecastEnvError(f"{PLUGIN_ID}: set {' and '.join(missing)} (the workspace folder, and a name for the "
+                               "run its rollouts are recorded in), or build the environment with "
+                               "forecast_env.adapters.verifiers.load_environment")
+
+
+def _event_ids(cfg: ForecastTaskConfig) -> list[str]:
     from forecast_env.envs.episodes import load_episodes
 
-    return [e.event_id for e in load_episodes(Path(cfg.workspace), cfg.split, events)]
+    return [e.event_id for e in load_episodes(Path(cfg.workspace), cfg.split, cfg.events)]
 
 
-def ensure_run_record(cfg: ForecastTaskConfig, events: Sequence[str] | None = None) -> Path:
+def ensure_run_record(cfg: ForecastTaskConfig) -> Path:
     """Create `WS/runs/<run_id>/run.json` (like a runner's) unless it exists with the same settings."""
     from forecast_env.eval import runner
 
     from forecast_env.store import Workspace, atomic_write_json
 
+    check_task_config(cfg)
     ws = Workspace.at(cfg.workspace)
     run_dir = ws.runs_dir / cfg.run_id
     path = run_dir / "run.json"
@@ -435,11 +446,12 @@ def ensure_run_record(cfg: ForecastTaskConfig, events: Sequence[str] | None = No
         except (OSError, json.JSONDecodeError) as exc:
             raise RunError(f"{path}: unreadable ({exc}); choose a new run_id") from exc
         if old.get("engine") != "verifiers" or old.get("unit") != unit or old.get("split") != cfg.split \
+                or old.get("event_ids") != _event_ids(cfg) \
                 or (old.get("config") or {}).get("env") != json.loads(json.dumps(dict(env_cfg), default=str)):
             raise RunError(f"{run_dir} holds a run with another engine, unit, split or env config; choose a new "
                            "run_id")
         return run_dir
-    ids = _event_ids(cfg, events)
+    ids = _event_ids(cfg)
     spec = runner.AgentSpec("verifiers", cfg.label, {})
     rec = runner.run_record(ws, cfg.run_id, cfg.split, ids, [spec], 1, 0, load_config("benchmark"), env_cfg)
     rec.update(session="episode" if cfg.episode else "per_date", engine="verifiers", unit=unit, mode="episode",

@@ -19,7 +19,7 @@ import pytest
 
 vf = pytest.importorskip("verifiers.v1", reason="the verifiers extra is not installed (pip install -e '.[verifiers]')")
 
-from chat_server import ChatServer, text, tool_call, tool_calls  # noqa: E402
+from chat_server import ChatServer, Status, text, tool_call, tool_calls  # noqa: E402
 from forecast_env.adapters.verifiers import (  # noqa: E402
     ForecastVerifiersEnv,
     load_environment,
@@ -30,6 +30,7 @@ from verifiers.v1.env import RunSlot  # noqa: E402
 
 from forecast_env import scoring  # noqa: E402
 from forecast_env.cli.main import main  # noqa: E402
+from forecast_env.errors import ForecastEnvError  # noqa: E402
 
 #: Keys that would carry a score, reward or label: never in a tool result.
 SCORE_KEYS = {"brier", "accuracy", "log_vs_market", "log_vs_market_close", "reward", "scores", "label",
@@ -182,10 +183,10 @@ def test_episode_rollout_carries_the_notebook_across_dates(micro_events: Path) -
     assert set(pl.read_parquet(run_dir / "notebook.parquet")["step"].to_list()) == set(range(1, total + 1))
 
 
-def test_bad_input_gets_tool_errors_and_a_silent_model_the_uniform_fallback(micro_events: Path) -> None:
+def test_bad_input_gets_tool_errors_a_silent_model_the_fallback_a_failure_missing(micro_events: Path) -> None:
     env = load_environment(micro_events, "eval", run_id="vf-bad-input")
-    tasks = [t for t in env.taskset if t.data.step == 1][:2]
-    hostile, silent = tasks
+    tasks = [t for t in env.taskset if t.data.step == 1][:2] + [next(t for t in env.taskset if t.data.step == 2)]
+    hostile, silent, broken = tasks
     obs = _observation(hostile)
     options = obs["options"]
     probs = dict.fromkeys(options, 1.0)
@@ -198,8 +199,9 @@ def test_bad_input_gets_tool_errors_and_a_silent_model_the_uniform_fallback(micr
             tool_call("forecast", {"probabilities": probs}),
         ],
         silent.data.id: [text("I would rather not say.")],
+        broken.data.id: [Status(503, {"error": {"message": "the endpoint is down"}})],  # every retry too
     }
-    (ep_hostile, ep_silent), requests = _play(env, scripts)
+    (ep_hostile, ep_silent, ep_broken), requests = _play(env, scripts)
 
     trace = ep_hostile.traces[0]
     assert ep_hostile.ok and trace.ok, trace.errors
@@ -219,11 +221,24 @@ def test_bad_input_gets_tool_errors_and_a_silent_model_the_uniform_fallback(micr
     assert quiet.reward == pytest.approx(-(1 - 1 / k), abs=1e-12)
     assert quiet.state.scores[0]["fallback"] == "no positive mass"
 
-    rows = pl.read_parquet(micro_events / "runs" / "vf-bad-input" / "forecasts.parquet")
-    assert rows.height == 2 and sorted(rows["event_id"].to_list()) == sorted(t.data.event_id for t in tasks)
+    # the endpoint down: the rollout fails, its date is recorded as missing (never scored), the run incomplete
+    assert not ep_broken.ok and ep_broken.traces[0].errors
+    run_dir = micro_events / "runs" / "vf-bad-input"
+    rows = pl.read_parquet(run_dir / "forecasts.parquet").sort(["step", "event_id"])
+    assert rows.height == 3 and rows["missing"].to_list().count(True) == 1
+    lost = rows.filter(pl.col("missing"))
+    assert (lost["event_id"][0], lost["step"][0]) == (broken.data.event_id, 2) and lost["brier"][0] is None
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "incomplete"
 
 
 def test_service_refuses_calls_after_the_rollout_and_unknown_sessions(micro_events: Path) -> None:
+    with pytest.raises(ForecastEnvError, match="events build"):
+        load_environment(micro_events / "no-such-workspace", "eval")
+    bare = vf.load_environment(vf.resolve_env_config({"taskset": {"id": "forecast-env-verifiers"}}))
+    assert isinstance(bare, ForecastVerifiersEnv)  # verifiers' own loader finds the plugin by its id
+    with pytest.raises(ForecastEnvError, match="env.taskset.task.workspace and env.taskset.task.run_id"):
+        next(iter(bare.taskset))
+
     env = load_environment(micro_events, "eval", run_id="vf-service")
     task = next(iter(env.taskset))
     service = service_for(env.taskset.config.task)
