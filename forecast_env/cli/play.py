@@ -185,6 +185,32 @@ def _show_notebook(info: dict[str, Any], out: TextIO) -> None:
         print(f"{e['entry_id']}. {e['claim']} ({e['date_observed']}; {', '.join(e['doc_ids'])}){mark}", file=out)
 
 
+def _num(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def show_scores(info: dict[str, Any], reward: float, out: TextIO, outcome: str | None = None) -> None:
+    """The scores at the end: per date of an episode (then its `outcome`), or per question of a world
+    (`info["question_scores"]`), then the final reward."""
+    if "question_scores" in info:
+        print("\nThe world is over. Scores per question (Brier on its scheduled dates; time-weighted over "
+              "its listed days):", file=out)
+        rows = [f"{q['event_id']}  Brier {_num(q['brier'], '.3f')}  time-weighted "
+                f"{_num(q['time_weighted_brier'], '.3f')}" for q in info["question_scores"]]
+        final = f"Final reward: {reward:.4f}; time-weighted Brier {_num(info['time_weighted_brier'], '.4f')}"
+    else:
+        print("\nEpisode finished. Scores per date (Brier: lower is better; 0 = certain and right):", file=out)
+        rows = [f"{s['forecast_date']}  Brier {s['brier']:.3f}  accuracy {s['accuracy']:.2f}  log vs market "
+                f"{_num(s['log_vs_market'], '+.3f')}" + (f"  (fallback: {s['fallback']})" if s["fallback"] else "")
+                for s in info.get("scores", [])]
+        final = f"Final reward: {reward:.4f}"
+    for row in rows:
+        print(f"  {row}", file=out)
+    print(final, file=out)
+    if outcome is not None:
+        print(f"Outcome: {outcome}", file=out)
+
+
 def play(env: Any, stdin: TextIO, out: TextIO, seed: int | None = None, event_id: str | None = None) -> bool:
     """Run the REPL until the episode ends or input ends; True when the episode finished."""
     _, info = env.reset(seed=seed, options={"event_id": event_id} if event_id else None)
@@ -205,15 +231,7 @@ def play(env: Any, stdin: TextIO, out: TextIO, seed: int | None = None, event_id
         _, reward, terminated, _, info = env.step(action)
         _show_result(action["tool"], info, out)
         if terminated:
-            print("\nEpisode finished. Scores per date (Brier: lower is better; 0 = certain and right):",
-                  file=out)
-            for s in info.get("scores", []):
-                lvm = "n/a" if s["log_vs_market"] is None else f"{s['log_vs_market']:+.3f}"
-                fb = f"  (fallback: {s['fallback']})" if s["fallback"] else ""
-                print(f"  {s['forecast_date']}  Brier {s['brier']:.3f}  accuracy {s['accuracy']:.2f}  "
-                      f"log vs market {lvm}{fb}", file=out)
-            print(f"Final reward: {reward:.4f}", file=out)
-            print(f"Outcome: {env.unwrapped.current_event.label}", file=out)
+            show_scores(info, reward, out, outcome=env.unwrapped.current_event.label)
             return True
         if info["step"] != step:
             step = info["step"]
@@ -267,14 +285,7 @@ def play_world(env: Any, stdin: TextIO, out: TextIO, seed: int | None = None) ->
         day = info["date"]
         _, reward, terminated, _, info = env.step(action)
         if terminated:
-            print("\nThe world is over. Scores per question (Brier on its scheduled dates; time-weighted over "
-                  "its listed days):", file=out)
-            for q in info["question_scores"]:
-                b = "n/a" if q["brier"] is None else f"{q['brier']:.3f}"
-                tw = "n/a" if q["time_weighted_brier"] is None else f"{q['time_weighted_brier']:.3f}"
-                print(f"  {q['event_id']}  Brier {b}  time-weighted {tw}", file=out)
-            tw = info["time_weighted_brier"]
-            print(f"Final reward: {reward:.4f}; time-weighted Brier {'n/a' if tw is None else f'{tw:.4f}'}", file=out)
+            show_scores(info, reward, out)
             return True
         if info["date"] != day or (action["tool"] == "list_questions" and not info["error"]):
             if info.get("message"):
