@@ -260,6 +260,9 @@ def _manifest_field(path: Path, key: str) -> Any:
 def run_record(ws: Workspace, run_id: str, split: str, event_ids: list[str], specs: list[AgentSpec],
                rollouts: int, seed: int, bench_cfg: Mapping[str, Any], env_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The replay record of a run (run.json without its summary)."""
+    from forecast_env.envs.records import ablations
+    from forecast_env.envs.tools import hidden_set
+
     index_manifest = ws.index_dir / "manifest.json"
     return {
         "run_id": run_id,
@@ -278,6 +281,9 @@ def run_record(ws: Workspace, run_id: str, split: str, event_ids: list[str], spe
         # every agent of this runner starts each forecast date afresh (docs/design.md §5); runs whose
         # player keeps its own memory (a harness over MCP, a whole-episode rollout) say otherwise
         "session": "per_date",
+        # what the agents could not see, and how the env config departs from the defaults (docs/design.md §5)
+        "hidden_flags": list(hidden_set(env_cfg)),
+        "ablations": ablations(env_cfg),
         "versions": package_versions(),
         "python": sys.version.split()[0],
     }

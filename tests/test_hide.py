@@ -168,6 +168,7 @@ def test_an_ablation_run_is_recorded_labelled_and_not_pooled(ws: Path):
         assert rec["config"]["env"]["hide_leak_flagged"] is True
         hidden = pl.read_parquet(run_dir / "forecasts.parquet")["hidden_flags"].to_list()
         want = ["leak_flag", "market_quote"] if name == "default" else ["leak_flag"]
+        assert rec["hidden_flags"] == want and bool(rec["ablations"]) == (name == "ablation")
         assert hidden and all(h == want for h in hidden)
         md = Path(build_report(run_dir, plots=False)["markdown"]).read_text()
         labelled = "(ablation)" in md.splitlines()[0] and "**Ablation run**" in md and "hide_market_quotes=false" in md
