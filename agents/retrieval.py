@@ -13,14 +13,19 @@ Reading (`score_options`), the way a hurried news reader would:
   "Coastal Protection Act", "Fentria") must appear in a document for it to count fully; a document
   naming only some of them counts in proportion (squared), one naming none is ignored. Options that
   are names count as entities of multi-option questions.
-* Cues. Each sentence's cue balance is the count of words that point up minus those that point
-  down, taken from a general-purpose English sentiment lexicon (VADER's, `lexicon.cue_lexicon`),
-  never from the sample world's generator (`docs/design.md §7`); a cue within three words after a
-  negation ("not", "no longer", "without") flips; direct quotes (spokespeople talking up their
-  side) are skipped.
+* Cues. Each sentence's cue balance is the sum of the polarity weights (-1..+1) of its words in a
+  general-purpose English polarity lexicon (Pattern's, shipped with TextBlob: `lexicon.cue_lexicon`),
+  never words from the sample world's generator (`docs/design.md §7`); a cue within three words
+  after a negation ("not", "no longer", "without") flips; direct quotes (spokespeople talking up
+  their side) are skipped.
 * Recency. A document's weight halves every `half_life_days` before the forecast date.
-* Yes/No: z = sum of weighted sentence balances over sqrt(1 + weighted cue-sentence count), so
-  evidence that agrees piles up while mixed evidence stays near 0; p(Yes) = logistic(z / temperature).
+* Yes/No: every sentence of the documents about the question counts, its balance centred on the
+  background tone, the mean balance of the sentences of the unrelated documents the same searches
+  returned (news reads positive on average; only a departure from that says something);
+  z = sum of weighted centred balances over sqrt(1 + their weight), p(Yes) = logistic(z /
+  yes_no_temperature). A general lexicon reads Yes/No outcome news weakly (benchmarks/RESULTS.md),
+  so the default temperature is high: the reader stays near 50% unless the evidence is strong
+  and one-sided.
 * Named / multi options: a sentence's balance goes to the option it mentions first (its subject),
   plus a small mention bonus (none for cue-less lists of several options); softmax over options.
 * Calibration: the result is shrunk toward the uniform forecast by `shrink`.
@@ -45,7 +50,7 @@ _SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _QUOTE_START = ("\"", "\u201c", "'", "\u2018")
 
 
-_CUE_SIGN = cue_lexicon()  # docs/design.md §7: a general-purpose lexicon, not the generator's words
+_CUE_WEIGHT = cue_lexicon()  # docs/design.md §7: a general-purpose lexicon, not the generator's words
 _NEGATOR_RE = re.compile(
     r"\b(?:" + "|".join(re.escape(n) for n in sorted(NEGATORS, key=len, reverse=True) if n != "n't") + r")\b|n't\b",
     re.IGNORECASE)
@@ -63,12 +68,13 @@ def _negated(sentence: str, start: int) -> bool:
 
 
 def cue_balance(sentence: str) -> float:
-    """Up minus down cue words of one sentence (`lexicon.cue_lexicon`); a cue right after a negation flips."""
+    """Sum of the polarity weights of one sentence's cue words (`lexicon.cue_lexicon`); a cue right after a
+    negation flips."""
     score = 0.0
     for m in _WORD_RE.finditer(sentence):
-        sign = _CUE_SIGN.get(m.group(0).lower())
-        if sign is not None:
-            score += -sign if _negated(sentence, m.start()) else sign
+        weight = _CUE_WEIGHT.get(m.group(0).lower())
+        if weight is not None:
+            score += -weight if _negated(sentence, m.start()) else weight
     return score
 
 
@@ -145,8 +151,11 @@ def score_options(
     shrink: float = 0.35,
     temperature: float = 1.0,
     half_life_days: float = 7.0,
+    yes_no_temperature: float = 8.0,
 ) -> dict[str, float]:
-    """Evidence-based probabilities over `options` from `docs` (doc_id -> {day, title, summary, body})."""
+    """Evidence-based probabilities over `options` from `docs` (doc_id -> {day, title, summary, body}).
+
+    `temperature` scales named options' softmax, `yes_no_temperature` the Yes/No logistic."""
     if not options:
         return {}
     k = len(options)
@@ -167,22 +176,25 @@ def score_options(
     if _is_yes_no(options):
         if not entities:
             entities = [t for t in dict.fromkeys(tokenize(question)) if t not in {"will", "yes", "no"}][:3]
-        total, mass = 0.0, 0.0
+        about: list[tuple[float, float]] = []  # (weight, balance) of each sentence about the question
+        background: list[float] = []  # balances of the sentences of unrelated documents
         for doc in docs.values():
             text = text_of(doc)
-            w = weight(doc) * relevance(text.lower(), entities)
-            if w <= 0:
-                continue  # not about the question's subject
+            rel = relevance(text.lower(), entities)
+            w = weight(doc) * rel
             for sent in split_sentences(text):
                 if _is_quote(sent):
                     continue
-                b = cue_balance(sent)
-                if b:
-                    total += w * b
-                    mass += w
+                if w > 0:
+                    about.append((w, cue_balance(sent)))
+                elif rel == 0:
+                    background.append(cue_balance(sent))
+        mass = sum(w for w, _ in about)
         if mass == 0:
             return uniform_probabilities(options)
-        z = total / (temperature * math.sqrt(mass + 1.0))
+        tone = sum(background) / len(background) if background else 0.0
+        total = sum(w * (b - tone) for w, b in about)
+        z = total / (yes_no_temperature * math.sqrt(mass + 1.0))
         p_yes = 1.0 / (1.0 + math.exp(-max(min(z, 30.0), -30.0)))
         p_yes = (1 - shrink) * p_yes + shrink * 0.5
         return {o: (p_yes if o.strip().lower() == "yes" else 1.0 - p_yes) for o in options}
@@ -366,7 +378,8 @@ class RetrievalAgent:
 
         probs = score_options({**self.notes, **self.docs}, question, options, as_of, shrink=float(self.cfg["shrink"]),
                               temperature=float(self.cfg["temperature"]),
-                              half_life_days=float(self.cfg["half_life_days"]))
+                              half_life_days=float(self.cfg["half_life_days"]),
+                              yes_no_temperature=float(self.cfg["yes_no_temperature"]))
         if new_reads and left() >= 2:
             days = [parse_day(self.docs[d].get("day")) for d in new_reads]
             newest = max(d for d in days if d is not None)

@@ -33,6 +33,9 @@ AGENTS = ["uniform", "base_rate", "retrieval"]
 REPO = Path(__file__).resolve().parent.parent
 #: the code a world and its workspace are built by (the agents and the runner are rerun every time)
 BUILDERS = ("forecast_env", "corpus_build", "envs")
+#: files under BUILDERS that no build reads (the shell, the LLM client, the agents' and runner's defaults): a
+#: change to them must not throw away worlds that take many minutes to build
+NOT_BUILDERS = ("forecast_env/cli", "forecast_env/chat.py", "forecast_env/defaults/benchmark.yaml")
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "forecast-env-acceptance"
 
 
@@ -41,6 +44,9 @@ def builder_hash() -> str:
     h = hashlib.sha256()
     for folder in BUILDERS:
         for path in sorted((REPO / folder).rglob("*")):
+            rel = path.relative_to(REPO).as_posix()
+            if any(rel == n or rel.startswith(n + "/") for n in NOT_BUILDERS):
+                continue
             if path.suffix in (".py", ".yaml", ".txt") and "__pycache__" not in path.parts:
                 h.update(str(path.relative_to(REPO)).encode())
                 h.update(path.read_bytes())

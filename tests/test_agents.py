@@ -18,6 +18,7 @@ from forecast_env.agents.base import (
     run_episode,
 )
 from forecast_env.agents.base_rate import BaseRateAgent, fit_base_rates
+from forecast_env.agents.lexicon import cue_lexicon
 from forecast_env.agents.retrieval import RetrievalAgent, cue_balance, score_options
 from forecast_env.agents.uniform import UniformAgent
 
@@ -144,22 +145,38 @@ def test_base_rate_is_never_fitted_on_the_split_it_is_scored_on(tmp_path):
 
 
 def test_cue_balance():
+    lex = cue_lexicon()
     assert cue_balance("The coalition said it had secured enough votes and is expected to win.") > 0
-    assert cue_balance("The committee delayed the vote, raising doubts; the bill trails in polls.") < 0
-    assert cue_balance("The bill is not expected to succeed.") < 0  # negation flips
+    assert cue_balance("The committee delayed the vote; the bill looks weak and its prospects doubtful.") < 0
+    assert cue_balance("The bill is not successful.") == pytest.approx(-lex["successful"])  # negation flips
+    # the balance is the sum of the lexicon's polarity weights, word by word
+    assert cue_balance("A good plan, a bad plan and a terrible one.") == pytest.approx(
+        lex["good"] + lex["bad"] + lex["terrible"])
 
 
 def test_score_options_yes_no_and_multi():
     as_of = date(2026, 3, 20)
     pos = {"d1": {"day": "2026-03-19", "title": "Clean Water Bill heads toward vote in Velonia",
-                  "summary": "", "body": "Whips said they had secured a majority. Support rose to 58 percent."}}
+                  "summary": "", "body": "Whips said the bill looks strong and its passage successful. Support is good."}}
     neg = {"d1": {"day": "2026-03-19", "title": "Clean Water Bill stalls in Velonia",
-                  "summary": "", "body": "The committee delayed the review, raising doubts. Opponents threatened to kill it."}}
+                  "summary": "", "body": "The review went badly and the outlook is poor. Its prospects look doubtful."}}
     q = "Will the Clean Water Bill pass in Velonia?"
     p_pos = score_options(pos, q, YN, as_of)
     p_neg = score_options(neg, q, YN, as_of)
     assert p_pos["Yes"] > 0.5 > p_neg["Yes"]
     assert sum(p_pos.values()) == pytest.approx(1.0)
+    # Yes/No tone is read against the background: unrelated news of the same tone says nothing, and
+    # news about the question less cheerful than the unrelated news leans No
+    cheer = {f"bg{i}": {"day": "2026-03-19", "title": "Clean water plans in Ostara", "summary": "",
+                        "body": "Whips said the bill looks strong and its passage successful. Support is good."}
+             for i in range(3)}
+    assert score_options({**pos, **cheer}, q, YN, as_of)["Yes"] == pytest.approx(0.5, abs=1e-12)
+    plain = {"d1": {"day": "2026-03-19", "title": "Clean Water Bill heads toward vote in Velonia", "summary": "",
+                    "body": "The vote is scheduled for Friday. Members will meet in the morning."}}
+    # ("Clean" in its title is the only cue: alone it leans Yes, among more cheerful news it leans No)
+    assert score_options({**plain, **cheer}, q, YN, as_of)["Yes"] < 0.5 < score_options(plain, q, YN, as_of)["Yes"]
+    # strong one-sided evidence moves the forecast further at a lower Yes/No temperature
+    assert score_options(pos, q, YN, as_of, yes_no_temperature=1.0)["Yes"] > p_pos["Yes"]
     # unrelated news carries no weight
     off = {"d9": {"day": "2026-03-19", "title": "Storm expected across the coast", "summary": "",
                   "body": "Temperatures are expected to rise strongly."}}
@@ -250,7 +267,7 @@ def test_retrieval_agent_starts_every_date_fresh(memory):
     hits = [{"doc_id": f"n{i}", "day": "2026-03-18", "title": f"Clean Water Bill secured enough votes {i}",
              "url": "u", "summary": "The Clean Water Bill in Velonia is likely to pass; backers secured the votes.",
              "score": 1.0, "rank": i + 1} for i in range(3)]
-    agent = RetrievalAgent()
+    agent = RetrievalAgent(yes_no_temperature=1.0)  # these few cues move the default reader little
     agent.reset(seed=0)
     first = _play_date(agent, 1, "2026-03-20", hits)
     assert first[-1]["args"]["probabilities"]["Yes"] > 0.6
