@@ -3,8 +3,8 @@
 `load_environment(workspace, split="eval", episode=False, ...)` returns a verifiers 0.4 environment (its
 "v1" stack: `Env`, `Taskset`, `Task`, `Toolset`, a harness) whose rollouts are played by verifiers' own
 machinery: its interception server relays the model's requests to an OpenAI-compatible endpoint, its
-bundled chat program runs the tool-calling loop, and the tools are an MCP tool server it launches per
-rollout.
+bundled chat program runs the tool-calling loop, and the tools are an MCP tool server it launches once
+for the taskset.
 
 - **Unit.** A rollout is one (event, forecast date), the training export's unit: the prompt is that date's
   observation and the rollout ends when the date's forecast is recorded. `episode=True` plays a whole event
@@ -29,9 +29,10 @@ rollout.
 
 Where things run: the environment itself (a pool of `ForecastEnv`s sharing one searcher) lives in the process
 that runs the verifiers `Env` (the eval runner, a prime-rl env worker); a small HTTP service on 127.0.0.1
-there plays each rollout's tool calls. The per-rollout tool server is a thin MCP shell that forwards each
-call to it: the rollout's session id and the service's address reach the tool server through verifiers'
-rollout state, which the model never sees. The default harness (`ForecastHarness`) runs verifiers' bundled
+there plays each rollout's tool calls. The tool server (one per serving `Env`, taskset-scoped: a server per
+rollout cost 2.4x the wall time, benchmarks/RESULTS.md) is a thin MCP shell that forwards each call to it: the
+rollout's session id and the service's address reach the tool server through verifiers' rollout state (each
+call carries its rollout's state coordinates, signed by verifiers), which the model never sees. The default harness (`ForecastHarness`) runs verifiers' bundled
 chat program (the `null` harness's) with this Python instead of a `uv`-built environment, so nothing is
 downloaded; any verifiers harness id may be given instead (`harness="null"` needs `uv`).
 
@@ -127,8 +128,11 @@ class ForecastState(vf.State):
     """Per scored date: step, forecast_date, brier, accuracy, log_vs_market, fallback (set when scored)."""
 
 
-class ForecastToolset(vf.Toolset[vf.ToolsetConfig, ForecastState]):
-    """The environment's tools, served to the harness over MCP; each call is played by the host's environment."""
+class ForecastToolset(vf.Toolset[vf.SharedToolsetConfig, ForecastState]):
+    """The environment's tools, served to the harnesses over MCP; each call is played by the host's environment.
+
+    One server for the whole taskset (verifiers starts it once per serving `Env`): it holds no rollout's
+    state, and each call carries its rollout's state coordinates, signed by verifiers, in the URL."""
 
     TOOL_PREFIX = None  # advertise the tools bare: search, open_article, ..., as the environment names them
 
@@ -205,7 +209,6 @@ class ForecastTaskConfig(vf.TaskConfig):
     """Narrows the split to these events (None: all of them)."""
     env: dict[str, Any] = Field(default_factory=dict)
     """Overrides of the `env` config section (forecast_env/defaults/env.yaml)."""
-    tools: vf.ToolsetConfig = vf.ToolsetConfig()
 
 
 class ForecastTask(vf.Task[ForecastTaskData, ForecastState, ForecastTaskConfig]):
@@ -214,10 +217,6 @@ class ForecastTask(vf.Task[ForecastTaskData, ForecastState, ForecastTaskConfig])
     @property
     def key(self) -> str:
         return self.data.id or self.hash
-
-    @classmethod
-    def toolsets(cls, config: ForecastTaskConfig) -> list[vf.Toolset]:
-        return [ForecastToolset(config.tools)]
 
     async def setup(self, trace: vf.Trace, runtime: Any) -> None:
         service = service_for(self.config)
@@ -259,10 +258,15 @@ class ForecastTasksetConfig(vf.TasksetConfig):
     """The taskset: the split's events (or `task.events`), one task per (event, forecast date) or per event."""
 
     task: ForecastTaskConfig = ForecastTaskConfig()
+    tools: vf.SharedToolsetConfig = vf.SharedToolsetConfig()
 
 
 class ForecastTaskset(vf.Taskset[ForecastTask, ForecastTasksetConfig]):
     """The split's forecast dates (or events) as verifiers tasks; prompts are the environment's observations."""
+
+    @classmethod
+    def toolsets(cls, config: ForecastTasksetConfig) -> list[vf.Toolset]:
+        return [ForecastToolset(config.tools)]
 
     def load(self) -> Iterator[ForecastTask]:
         cfg = self.config.task

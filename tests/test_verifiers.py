@@ -2,7 +2,7 @@
 
 Each rollout goes through verifiers 0.4's machinery as an eval or a trainer drives it (`Env.serving()`,
 `Env.run_slot`): its interception server relays the model's requests to the suite's scripted endpoint, its
-bundled chat program runs the tool calls, its per-rollout MCP tool server serves the environment's tools.
+bundled chat program runs the tool calls, its MCP tool server (one per serving) serves the environment's tools.
 The checks compare what verifiers reports (reward, trace) and what the workspace records (the run) with the
 environment's own scoring, computed here independently from the events table.
 """
@@ -100,6 +100,7 @@ def _tool_results(requests: list[dict]) -> list[dict]:
     return out
 
 
+@pytest.mark.slow
 def test_per_date_rollout_rewards_the_dates_score_and_is_recorded(micro_events: Path, tmp_path: Path) -> None:
     env = load_environment(micro_events, "eval", run_id="vf-per-date")
     tasks = list(env.taskset)
@@ -149,6 +150,7 @@ def test_per_date_rollout_rewards_the_dates_score_and_is_recorded(micro_events: 
     assert json.loads((tmp_path / "scored" / "release_check.json").read_text())["session"] == "per_date"
 
 
+@pytest.mark.slow
 def test_episode_rollout_carries_the_notebook_across_dates(micro_events: Path) -> None:
     env = load_environment(micro_events, "eval", episode=True, run_id="vf-episode")
     task = next(iter(env.taskset))
@@ -183,6 +185,7 @@ def test_episode_rollout_carries_the_notebook_across_dates(micro_events: Path) -
     assert set(pl.read_parquet(run_dir / "notebook.parquet")["step"].to_list()) == set(range(1, total + 1))
 
 
+@pytest.mark.slow
 def test_bad_input_gets_tool_errors_a_silent_model_the_fallback_a_failure_missing(micro_events: Path) -> None:
     env = load_environment(micro_events, "eval", run_id="vf-bad-input")
     tasks = [t for t in env.taskset if t.data.step == 1][:2] + [next(t for t in env.taskset if t.data.step == 2)]
