@@ -29,7 +29,7 @@ for the taskset.
 
 Where things run: the environment itself (a pool of `ForecastEnv`s sharing one searcher) lives in the process
 that runs the verifiers `Env` (the eval runner, a prime-rl env worker); a small HTTP service on 127.0.0.1
-there plays each rollout's tool calls. The tool server (one per serving `Env`, taskset-scoped: a server per
+there (`rollout_service.py`) plays each rollout's tool calls. The tool server (one per serving `Env`, taskset-scoped: a server per
 rollout cost 2.4x the wall time, benchmarks/RESULTS.md) is a thin MCP shell that forwards each call to it: the
 rollout's session id and the service's address reach the tool server through verifiers' rollout state (each
 call carries its rollout's state coordinates, signed by verifiers), which the model never sees. The default harness (`ForecastHarness`) runs verifiers' bundled
@@ -43,18 +43,21 @@ verifiers resolves a taskset id by importing a top-level module: this one is `fo
 import asyncio
 import json
 import logging
-import os
 import secrets
 import sys
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Annotated, Any
 
 import verifiers.v1 as vf
+from forecast_env.adapters.rollout_service import (
+    RolloutRun,
+    close_services,
+    ensure_run_record,
+    service_for,
+    task_rows,
+)
 from pydantic import Field, WithJsonSchema
 from verifiers.v1.configs.agent import AgentConfig
 from verifiers.v1.configs.env import EnvConfig
@@ -63,19 +66,15 @@ from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
 from verifiers.v1.runtimes import SubprocessConfig
 
 from forecast_env.config import load_config
-from forecast_env.errors import ForecastEnvError, RunError
+from forecast_env.errors import ForecastEnvError
 
 log = logging.getLogger(__name__)
 
 #: The taskset (and harness) id verifiers imports: the top-level module `forecast_env_verifiers`.
 PLUGIN_ID = "forecast-env-verifiers"
-#: Largest accepted JSON size of one tool call's arguments (as for the MCP server).
-MAX_ARGUMENT_BYTES = 32_000
 #: Seconds a tool server waits for the environment to answer one call (a search on a loaded machine).
 CALL_TIMEOUT_S = 300.0
 
-PER_DATE_NOTE = ("This rollout is this one forecast date: it ends when your forecast for {day} is recorded "
-                 "(call the forecast tool before budget_left reaches zero).")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,14 +218,14 @@ class ForecastTask(vf.Task[ForecastTaskData, ForecastState, ForecastTaskConfig])
         return self.data.id or self.hash
 
     async def setup(self, trace: vf.Trace, runtime: Any) -> None:
-        service = service_for(self.config)
+        service = service_for(rollout_run(self.config))
         trace.state.session = await asyncio.to_thread(service.open, self.data.event_id, self.data.step, trace.id)
         trace.state.service = service.url
 
     async def finalize(self, trace: vf.Trace, runtime: Any) -> None:
         from verifiers.v1.dialects.chat import message_to_wire
 
-        service = service_for(self.config)
+        service = service_for(rollout_run(self.config))
         messages = [message_to_wire(m) for m in trace.messages]
         model = trace.agent.config.model if trace.agent is not None else None
         result = await asyncio.to_thread(service.finish, trace.state.session, messages, model)
@@ -270,7 +269,7 @@ class ForecastTaskset(vf.Taskset[ForecastTask, ForecastTasksetConfig]):
 
     def load(self) -> Iterator[ForecastTask]:
         cfg = self.config.task
-        for data in task_rows(cfg):
+        for data in task_rows(rollout_run(cfg)):
             yield ForecastTask(ForecastTaskData(**data), cfg)
 
 
@@ -324,7 +323,7 @@ class ForecastVerifiersEnv(vf.Env[ForecastEnvConfig]):
         await agents.agent.run(task)
 
     async def stop(self) -> None:
-        await asyncio.to_thread(close_services, self.taskset.config.task)
+        await asyncio.to_thread(close_services, rollout_run(self.taskset.config.task))
 
     @property
     def run_dir(self) -> Path:
@@ -375,46 +374,8 @@ def load_environment(workspace: str | Path, split: str = "eval", episode: bool =
     if not isinstance(env, ForecastVerifiersEnv):
         raise ForecastEnvError(f"verifiers resolved taskset {PLUGIN_ID!r} to {type(env).__name__}; is the "
                                "forecast_env_verifiers module of this installation importable?")
-    ensure_run_record(ForecastTaskConfig.model_validate(task_cfg))
+    ensure_run_record(rollout_run(ForecastTaskConfig.model_validate(task_cfg)))
     return env
-
-
-def _max_steps(workspace: Path, split: str, events: Sequence[str] | None) -> int:
-    from forecast_env.envs.episodes import load_episodes
-
-    return max((len(e.dates) for e in load_episodes(workspace, split, events)), default=1)
-
-
-# ---------------------------------------------------------------------------------------------
-# tasks, the run record
-# ---------------------------------------------------------------------------------------------
-
-
-def task_rows(cfg: ForecastTaskConfig) -> Iterator[dict[str, Any]]:
-    """The taskset's rows: per (event, forecast date), or per event, the prompt opening with the observation."""
-    from forecast_env.agents.llm import system_prompt
-    from forecast_env.envs.forecast_env import ForecastEnv
-
-    check_task_config(cfg)
-    env = ForecastEnv(cfg.workspace, split=cfg.split, config=cfg.env, event_ids=cfg.events)
-    system = system_prompt()
-    try:
-        for ep in env.episodes:
-            starts = [None] if cfg.episode else [d.step for d in ep.dates]
-            for step in starts:
-                options = {"event_id": ep.event_id} if step is None else {"event_id": ep.event_id, "step": step}
-                obs, _ = env.reset(seed=0, options=options)
-                o = json.loads(obs)
-                if step is None:
-                    prompt = f"A new forecasting episode starts.\n{obs}"
-                else:
-                    opening = "A new forecasting episode starts." if step == 1 else "A new forecast date starts."
-                    prompt = f"{opening} {PER_DATE_NOTE.format(day=o['forecast_date'])}\n{obs}"
-                yield {"id": ep.event_id if step is None else f"{ep.event_id}@{step}", "name": ep.question[:200],
-                       "event_id": ep.event_id, "step": step, "forecast_date": o["forecast_date"],
-                       "system_prompt": system, "prompt": prompt}
-    finally:
-        env.close()
 
 
 def check_task_config(cfg: ForecastTaskConfig) -> None:
@@ -426,341 +387,17 @@ def check_task_config(cfg: ForecastTaskConfig) -> None:
                                "forecast_env.adapters.verifiers.load_environment")
 
 
-def _event_ids(cfg: ForecastTaskConfig) -> list[str]:
+def rollout_run(cfg: ForecastTaskConfig) -> RolloutRun:
+    """The environment service's view of a task config (checked)."""
+    check_task_config(cfg)
+    return RolloutRun(workspace=cfg.workspace, run_id=cfg.run_id, split=cfg.split, episode=cfg.episode,
+                      label=cfg.label, events=tuple(cfg.events) if cfg.events else None, env=dict(cfg.env))
+
+
+def _max_steps(workspace: Path, split: str, events: Sequence[str] | None) -> int:
     from forecast_env.envs.episodes import load_episodes
 
-    return [e.event_id for e in load_episodes(Path(cfg.workspace), cfg.split, cfg.events)]
-
-
-def ensure_run_record(cfg: ForecastTaskConfig) -> Path:
-    """Create `WS/runs/<run_id>/run.json` (like a runner's) unless it exists with the same settings."""
-    from forecast_env.eval import runner
-
-    from forecast_env.store import Workspace, atomic_write_json
-
-    check_task_config(cfg)
-    ws = Workspace.at(cfg.workspace)
-    run_dir = ws.runs_dir / cfg.run_id
-    path = run_dir / "run.json"
-    env_cfg = load_config("env", overrides=dict(cfg.env))  # as the runner records it (the split is its own field)
-    unit = "event" if cfg.episode else "date"
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunError(f"{path}: unreadable ({exc}); choose a new run_id") from exc
-        if old.get("engine") != "verifiers" or old.get("unit") != unit or old.get("split") != cfg.split \
-                or old.get("event_ids") != _event_ids(cfg) \
-                or (old.get("config") or {}).get("env") != json.loads(json.dumps(dict(env_cfg), default=str)):
-            raise RunError(f"{run_dir} holds a run with another engine, unit, split or env config; choose a new "
-                           "run_id")
-        return run_dir
-    ids = _event_ids(cfg)
-    spec = runner.AgentSpec("verifiers", cfg.label, {})
-    rec = runner.run_record(ws, cfg.run_id, cfg.split, ids, [spec], 1, 0, load_config("benchmark"), env_cfg)
-    rec.update(session="episode" if cfg.episode else "per_date", engine="verifiers", unit=unit, mode="episode",
-               world=None, status="running")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, json.loads(json.dumps(rec, default=str)))
-    return run_dir
-
-
-# ---------------------------------------------------------------------------------------------
-# the environment service: sessions of rollouts, played on pooled environments
-# ---------------------------------------------------------------------------------------------
-
-
-class _Session:
-    """One rollout's environment and its place in the run."""
-
-    def __init__(self, env: Any, event_id: str, step: int | None, rollout: int, trace_id: str) -> None:
-        self.env = env
-        self.event_id = event_id
-        self.step = step
-        self.rollout = rollout
-        self.trace_id = trace_id
-        self.started = time.perf_counter()
-        self.done = False  # the unit's forecast is recorded (or its episode terminated)
-        self.lock = threading.Lock()
-
-
-class EnvironmentService:
-    """Plays rollouts' tool calls on pooled `ForecastEnv`s and records each finished rollout in the run.
-
-    `open` starts a session at its (event, date) or event, `call` plays one tool call (never raises for
-    anything the model sends), `finish` closes a session (the empty report for an unforecast unit), writes its
-    part and returns its scores and reward, `close` records what is left and consolidates the run. Calls reach
-    it over HTTP from the rollouts' tool servers (`url`); all environment work is serialized by one lock.
-    """
-
-    def __init__(self, cfg: ForecastTaskConfig) -> None:
-        from forecast_env.store import Workspace
-
-        self.cfg = cfg
-        self.ws = Workspace.at(cfg.workspace)
-        self.run_dir = ensure_run_record(cfg)
-        self.record = json.loads((self.run_dir / "run.json").read_text())
-        self.session_kind = "episode" if cfg.episode else "per_date"
-        self._env_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self._idle: list[Any] = []
-        self._owner: Any = None  # the environment whose searcher every pooled environment shares
-        self._sessions: dict[str, _Session] = {}
-        self._closed = False
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, name="forecast-env-verifiers", daemon=True).start()
-        host, port = self._httpd.server_address[:2]
-        self.url = f"http://{host}:{port}"
-
-    # -- sessions ---------------------------------------------------------------------------------
-
-    def open(self, event_id: str, step: int | None, trace_id: str = "") -> str:
-        """Start a rollout's session at (event, step) (step None: the whole event); returns its id."""
-        with self._env_lock:
-            env = self._acquire()
-            rollout = self._claim_rollout(event_id)
-            env.unwrapped.rollout = rollout
-            options: dict[str, Any] = {"event_id": event_id, "rollout": rollout}
-            if step is not None:
-                options["step"] = step
-            try:
-                env.reset(seed=0, options=options)
-            except Exception:
-                self._idle.append(env)
-                raise
-        sid = secrets.token_urlsafe(24)
-        with self._lock:
-            self._sessions[sid] = _Session(env, event_id, step, rollout, trace_id)
-        return sid
-
-    def call(self, sid: str, tool: Any, arguments: Any) -> dict[str, Any]:
-        """Play one tool call: `{"text", "is_error", "finished"}`; errors are replies, never exceptions."""
-        session = self._sessions.get(sid) if isinstance(sid, str) else None
-        if session is None:
-            return _error("unknown session: this rollout's environment session does not exist (or is closed)")
-        with session.lock:
-            if session.done:
-                return {**_error(self._over(session)), "finished": True}
-            if not isinstance(tool, str) or (tool not in _SPECS and tool != "observe"):
-                return _error(f"unknown tool {str(tool)[:80]!r}; tools: observe, {', '.join(sorted(_SPECS))}")
-            if not isinstance(arguments, dict):
-                return _error(f"{tool}: arguments must be a JSON object")
-            size = len(json.dumps(arguments, default=str).encode())
-            if size > MAX_ARGUMENT_BYTES:
-                return _error(f"{tool}: arguments are {size:,} bytes; the limit is {MAX_ARGUMENT_BYTES:,}")
-            env = session.env
-            with self._env_lock:
-                if tool == "observe":
-                    if arguments:
-                        return _error("observe takes no arguments")
-                    return {"text": env.unwrapped.episode_log()["steps"][-1]["observation"], "is_error": False,
-                            "finished": False}
-                obs, _reward, _terminated, _trunc, info = env.step({"tool": tool, "args": arguments})
-            error = bool(info.get("error")) if isinstance(info, Mapping) else False
-            if self._unit_done(session):
-                session.done = True
-                return {"text": self._closing(session, obs), "is_error": error, "finished": True}
-            return {"text": obs, "is_error": error, "finished": False}
-
-    def finish(self, sid: str, messages: list[dict[str, Any]] | None, model: str | None = None) -> dict[str, Any]:
-        """Close a rollout's session: the empty report for its unforecast dates, then its part; returns its
-        scored dates and reward."""
-        session = self._pop(sid)
-        if session is None:
-            raise RunError(f"finish: no open session {str(sid)[:12]!r} (the rollout's setup did not open one)")
-        with session.lock, self._env_lock:
-            env = session.env
-            for _ in range(len(env.unwrapped.current_event.dates) + 1):
-                if self._unit_done(session):
-                    break
-                env.step({"tool": "forecast", "args": {"probabilities": {}}})
-            result = self._write(session, messages, model, complete=True)
-            self._idle.append(env)
-        return result
-
-    def close(self) -> None:
-        """Record the sessions still open (their unplayed dates missing), consolidate the run, stop serving."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            left = list(self._sessions)
-        for sid in left:
-            session = self._pop(sid)
-            if session is None:
-                continue
-            with session.lock, self._env_lock:
-                for _ in range(len(session.env.unwrapped.current_event.dates) + 1):
-                    if self._unit_done(session):
-                        break
-                    session.env.skip_date("the rollout ended before its forecast (it failed or was abandoned)")
-                self._write(session, None, None, complete=False)
-                self._idle.append(session.env)
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        try:
-            self.consolidate()
-        finally:
-            for env in [e for e in self._idle if e is not self._owner] + ([self._owner] if self._owner else []):
-                env.close()
-            self._idle.clear()
-
-    def consolidate(self) -> dict[str, Any]:
-        """Write the run's tables from its parts and update run.json (status, counts, summary)."""
-        import polars as pl
-        from forecast_env.eval import runner
-        from forecast_env.eval.metrics import quick_summary
-
-        from forecast_env.store import atomic_write_json, write_manifest
-
-        ids = list(self.record["event_ids"])
-        counts = runner.consolidate(self.run_dir, self.ws.root, self.cfg.run_id, ids)
-        summary = quick_summary(pl.read_parquet(self.run_dir / "forecasts.parquet"))
-        parts = list(runner.iter_parts(self.run_dir))
-        rec = json.loads((self.run_dir / "run.json").read_text())
-        rec.update(status="complete" if parts and all(p.get("complete", True) for p in parts) else "incomplete",
-                   episodes_done=counts["episodes"], rollouts_recorded=len(parts), summary=summary.to_dicts())
-        atomic_write_json(self.run_dir / "run.json", json.loads(json.dumps(rec, default=str)))
-        write_manifest(self.run_dir, "run", files=[self.run_dir / n for n in (
-            "forecasts.parquet", "tool_calls.parquet", "notebook.parquet", "trajectories.jsonl", "events.parquet",
-            "market.parquet")], extra={"run_id": self.cfg.run_id})
-        return counts
-
-    # -- internals --------------------------------------------------------------------------------
-
-    def _acquire(self) -> Any:
-        if self._closed:
-            raise RunError("the environment service is closed; load the environment again")
-        if self._idle:
-            return self._idle.pop()
-        from forecast_env.envs.forecast_env import ForecastEnv
-
-        overrides = dict(self.cfg.env)
-        if self._owner is None:
-            self._owner = ForecastEnv(self.ws.root, split=self.cfg.split, config=overrides)
-            return self._owner
-        return ForecastEnv(self.ws.root, split=self.cfg.split, config=overrides, searcher=self._owner.searcher)
-
-    def _claim_rollout(self, event_id: str) -> int:
-        """The next rollout number of (label, event) in the run, claimed with an exclusive file so that
-        processes recording into one run never share one."""
-        from forecast_env.eval import runner
-
-        folder = runner.part_path(self.run_dir, runner.Task(self.cfg.label, event_id, 0)).parent
-        folder.mkdir(parents=True, exist_ok=True)
-        k = 0
-        while True:
-            try:
-                os.close(os.open(folder / f"r{k}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-                return k
-            except FileExistsError:
-                k += 1
-
-    def _pop(self, sid: Any) -> _Session | None:
-        with self._lock:
-            return self._sessions.pop(sid, None) if isinstance(sid, str) else None
-
-    def _unit_done(self, session: _Session) -> bool:
-        log_ = session.env.unwrapped.episode_log()
-        if session.step is not None:
-            return any(r["step"] == session.step for r in log_["forecasts"])
-        return bool(log_["steps"]) and bool(log_["steps"][-1].get("terminated"))
-
-    def _over(self, session: _Session) -> str:
-        what = "the event's last forecast" if session.step is None else "this date's forecast"
-        return f"this rollout is over: {what} is recorded, and no further tool call is played"
-
-    def _closing(self, session: _Session, obs: str) -> str:
-        """The reply that ends a unit: the forecast receipt (no score), and that the rollout is over."""
-        o = json.loads(obs)
-        if session.step is None:
-            return json.dumps({"message": "the event's last forecast is recorded: this rollout is over",
-                               "last_observation": o})
-        row = next(r for r in session.env.unwrapped.episode_log()["forecasts"] if r["step"] == session.step)
-        note = f"the forecast for {row['forecast_date']} is recorded: this rollout is over"
-        if row.get("fallback") == "budget_exhausted":
-            note = f"the call budget of {row['forecast_date']} is spent: the uniform forecast was recorded and " \
-                   "this rollout is over"
-        return json.dumps({"message": note, "tool_result": o.get("tool_result"), "error": o.get("error")},
-                          default=str)
-
-    def _write(self, session: _Session, messages: Any, model: str | None, complete: bool) -> dict[str, Any]:
-        from forecast_env.eval import runner
-
-        log_ = session.env.unwrapped.episode_log()
-        forecasts = [r for r in log_["forecasts"] if session.step is None or r["step"] == session.step]
-        log_ = {**log_, "forecasts": forecasts,
-                "tool_calls": [r for r in log_["tool_calls"] if session.step is None or r["step"] == session.step],
-                "notebook": [r for r in log_["notebook"] if session.step is None or r["step"] == session.step]}
-        ctx = {"run_id": self.cfg.run_id, "run_dir": str(self.run_dir)}
-        runner.write_part(ctx, runner.Task(self.cfg.label, session.event_id, session.rollout), log_, messages, 0,
-                          round(time.perf_counter() - session.started, 3),
-                          extra={"session": self.session_kind, "complete": complete, "engine": "verifiers",
-                                 "unit_step": session.step, "model": model, "trace_id": session.trace_id})
-        scores = [{k: r.get(k) for k in ("step", "forecast_date", "brier", "accuracy", "log_vs_market", "fallback")}
-                  for r in forecasts if not r.get("missing") and r.get("brier") is not None]
-        scores = json.loads(json.dumps(scores, default=str))
-        reward = -sum(s["brier"] for s in scores) / len(scores) if scores else 0.0
-        return {"scores": scores, "reward": reward, "rollout": session.rollout}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        service = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return None
-
-            def do_POST(self) -> None:
-                try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    body = json.loads(self.rfile.read(length)) if self.path == "/call" else None
-                    if not isinstance(body, dict):
-                        reply, code = _error("POST /call with a JSON object"), 400
-                    else:
-                        reply, code = service.call(body.get("session"), body.get("tool"), body.get("arguments")), 200
-                except Exception as exc:  # a bug: the tool server still gets an answer
-                    log.error("environment service: call failed", exc_info=True)
-                    reply, code = _error(f"internal error {type(exc).__name__}: {str(exc)[:200]}"), 200
-                data = json.dumps(reply, default=str).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-
-def _error(message: str) -> dict[str, Any]:
-    return {"text": json.dumps({"error": message}), "is_error": True, "finished": False}
-
-
-_SERVICES: dict[str, EnvironmentService] = {}
-_SERVICES_LOCK = threading.Lock()
-
-
-def _service_key(cfg: ForecastTaskConfig) -> str:
-    return json.dumps(cfg.model_dump(mode="json", exclude={"tools"}), sort_keys=True, default=str)
-
-
-def service_for(cfg: ForecastTaskConfig) -> EnvironmentService:
-    """This process's environment service for a task config (started at first use)."""
-    key = _service_key(cfg)
-    with _SERVICES_LOCK:
-        service = _SERVICES.get(key)
-        if service is None or service._closed:
-            service = _SERVICES[key] = EnvironmentService(cfg)
-        return service
-
-
-def close_services(cfg: ForecastTaskConfig | None = None) -> None:
-    """Close (record, consolidate) this process's service for `cfg`, or all of them."""
-    with _SERVICES_LOCK:
-        keys = [k for k in _SERVICES if cfg is None or k == _service_key(cfg)]
-        services = [_SERVICES.pop(k) for k in keys]
-    for service in services:
-        service.close()
+    return max((len(e.dates) for e in load_episodes(workspace, split, events)), default=1)
 
 
 if __name__ == "__main__":
