@@ -90,10 +90,10 @@ def bench_verifiers(ws: Path, n: int, concurrent: bool, run_id: str) -> tuple[fl
 
 def bench_env(ws: Path, n: int) -> tuple[float, list[float]]:
     """The same two actions per (event, date) on one `ForecastEnv` in this process."""
-    from forecast_env.adapters.verifiers import ForecastTaskConfig, task_rows
+    from forecast_env.adapters.rollout_service import RolloutRun, task_rows
     from forecast_env.envs import ForecastEnv
 
-    rows = list(task_rows(ForecastTaskConfig(workspace=str(ws), run_id="bench")))[:n]
+    rows = list(task_rows(RolloutRun(workspace=str(ws), run_id="bench")))[:n]
     env = ForecastEnv(ws, split="eval")
     each = []
     started = time.perf_counter()
