@@ -122,8 +122,8 @@ def ensure_run_record(cfg: RolloutRun) -> Path:
         if old.get("engine") != "verifiers" or old.get("unit") != unit or old.get("split") != cfg.split \
                 or old.get("event_ids") != _event_ids(cfg) \
                 or (old.get("config") or {}).get("env") != json.loads(json.dumps(dict(env_cfg), default=str)):
-            raise RunError(f"{run_dir} holds a run with another engine, unit, split or env config; choose a new "
-                           "run_id")
+            raise RunError(f"{run_dir} holds a run with another engine, unit, split, event set or env config; "
+                           "choose a new run_id")
         return run_dir
     ids = _event_ids(cfg)
     spec = runner.AgentSpec("verifiers", cfg.label, {})

@@ -42,7 +42,6 @@ verifiers resolves a taskset id by importing a top-level module: this one is `fo
 
 import asyncio
 import json
-import logging
 import secrets
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -68,13 +67,10 @@ from verifiers.v1.runtimes import SubprocessConfig
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
 
-log = logging.getLogger(__name__)
-
 #: The taskset (and harness) id verifiers imports: the top-level module `forecast_env_verifiers`.
 PLUGIN_ID = "forecast-env-verifiers"
 #: Seconds a tool server waits for the environment to answer one call (a search on a loaded machine).
 CALL_TIMEOUT_S = 300.0
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,6 +241,7 @@ class ForecastTask(vf.Task[ForecastTaskData, ForecastState, ForecastTaskConfig])
 
     @vf.metric
     async def forecast_quality(self, trace: vf.Trace) -> dict[str, float]:
+        """Mean Brier and accuracy of the rollout's scored dates, and how many were fallbacks (not rewards)."""
         scored = [s for s in trace.state.scores if s.get("brier") is not None]
         if not scored:
             return {}
