@@ -11,7 +11,7 @@ is the difference; and with 2 processes sharing one index (memory-mapped shards)
     .venv/bin/python benchmarks/bench_env.py --backend static --unique-queries --modes hybrid
 
 `--backend` picks the embedding backend of the generated workspace's index and of the query encoder
-(onnx-int8, the default; onnx; static; torch).
+(onnx-int8-static, the default; onnx-int8; onnx; static; torch).
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BACKENDS = {"torch": {"backend": "torch"}, "onnx": {"backend": "onnx", "quantize": None},
-            "onnx-int8": {"backend": "onnx", "quantize": "int8"}, "static": {"backend": "static"}}
-BACKEND = "onnx-int8"
+            "onnx-int8": {"backend": "onnx", "quantize": "int8"},
+            "onnx-int8-static": {"backend": "onnx", "quantize": "int8-static"}, "static": {"backend": "static"}}
+BACKEND = "onnx-int8-static"
 
 
 def corpus_config() -> dict:
@@ -198,7 +199,7 @@ def main() -> None:
     ap.add_argument("--modes", default="hybrid,bm25", help="search modes to measure, comma-separated")
     ap.add_argument("--unique-queries", action="store_true",
                     help="make every query distinct (no query-vector cache hits: the worst case for hybrid)")
-    ap.add_argument("--backend", default="onnx-int8", choices=sorted(BACKENDS), help="embedding backend")
+    ap.add_argument("--backend", default=BACKEND, choices=sorted(BACKENDS), help="embedding backend")
     args = ap.parse_args()
     global BACKEND
     BACKEND = args.backend

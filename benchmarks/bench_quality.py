@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 SPECS = {"torch": {"backend": "torch"}, "onnx": {"backend": "onnx", "quantize": None},
-         "onnx-int8": {"backend": "onnx", "quantize": "int8"}, "static": {"backend": "static"}}
+         "onnx-int8": {"backend": "onnx", "quantize": "int8"},
+         "onnx-int8-static": {"backend": "onnx", "quantize": "int8-static"}, "static": {"backend": "static"}}
 
 
 class LookupEmbedder:
