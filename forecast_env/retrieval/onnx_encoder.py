@@ -349,8 +349,14 @@ def quantize_static_int8(graph: Path, out: Path, ranges: dict[str, list[float]])
 
 
 def _threads() -> int:
+    """Compute threads: the process's share (`OMP_NUM_THREADS`, set by worker pools), else the CPUs it may use."""
     share = os.environ.get("OMP_NUM_THREADS", "")
-    return int(share) if share.isdigit() and int(share) > 0 else (os.cpu_count() or 1)
+    if share.isdigit() and int(share) > 0:
+        return int(share)
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class OnnxEncoder:
