@@ -377,18 +377,20 @@ def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_event
     assert wo["fallback"].null_count() == wo.height  # the WorldPlayer set a standing forecast in time
 
 
-@pytest.mark.benchmark  # a tiny world: minutes on 2 cores (benchmarks/RESULTS.md, world-mode section)
+@pytest.mark.benchmark  # the gate world: minutes on 2 cores (benchmarks/RESULTS.md, world-mode section)
 @pytest.mark.timeout(5400)  # builds the world when it is not cached
-def test_world_mode_benchmark_on_a_tiny_world(capsys):
+def test_world_mode_benchmark_on_the_gate_world(capsys):
     """`make bench`: the scripted walk gives the same table in both modes, and retrieval - uniform in world
-    mode has an event-clustered 95% interval below 0 (the benchmark script's own verdict)."""
+    mode has an event-clustered 95% interval below 0 (the benchmark script's own verdict) on its default
+    world, the one-world gate's (gate preset, seed 1, every split: 64 events; tiny's 34 eval events are
+    too few to resolve the reader's gain)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import bench_world
 
     with capsys.disabled():
-        assert bench_world.main(["--preset", "tiny", "--seed", "0"]) == 0
+        assert bench_world.main([]) == 0
 
 
 def test_fuzzed_actions_never_raise_nor_fail_inside(ws, searcher):
