@@ -301,12 +301,15 @@ def _build_ann(layout: IndexLayout, months: list[dict[str, Any]], index_cfg: dic
 
     for i in tqdm(todo, desc="index: train IVF months", unit="month", disable=not progress or not todo):
         month, params = months[i]["month"], plan[i]
-        # the IVF of a month depends on the earlier months only (and its own rows, added unchanged)
-        key_src = [embed_hash, json.dumps(params, sort_keys=True)] + [m["shard_sha256"] for m in months[: i + 1]]
+        # the IVF of a month depends on the earlier months only (and its own rows, added unchanged);
+        # nprobe and candidates are search-time settings: changing them rebuilds nothing
+        built_by = {k: v for k, v in params.items() if k not in ("nprobe", "candidates")}
+        key_src = [embed_hash, json.dumps(built_by, sort_keys=True)] + [m["shard_sha256"] for m in months[: i + 1]]
         key = hashlib.sha256("|".join(key_src).encode()).hexdigest()[:16]
         old = prev.get(month, {})
         if old.get("kind") == "ivf" and old.get("ivf_key") == key and layout.ivf(month).exists():
-            out[month] = {k: old[k] for k in ("kind", "ivf_key", "nlist", "nprobe", "candidates", "train_rows")}
+            out[month] = {k: old[k] for k in ("kind", "ivf_key", "nlist", "train_rows", "codes") if k in old} | {
+                "nprobe": params["nprobe"], "candidates": params["candidates"]}
             continue
         train = [layout.dense(m["month"]) for m in months[:i]]
         info = build_ivf(layout.ivf(month), layout.dense(month), train, params)

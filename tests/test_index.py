@@ -140,9 +140,10 @@ class ClusterEmbedder:
         return self.encode_documents(texts)
 
 
-def ann_config(min_rows: int, nprobe: int = 8, candidates: int = 50) -> dict:
+def ann_config(min_rows: int, nprobe: int = 8, candidates: int = 50, codes: str = "sq8") -> dict:
     cfg = load_config("corpus")
-    cfg["index"].update(ann_min_rows=min_rows, ann_nlist=64, ann_nprobe=nprobe, ann_candidates=candidates)
+    cfg["index"].update(ann_min_rows=min_rows, ann_nlist=64, ann_nprobe=nprobe, ann_candidates=candidates,
+                        ann_codes=codes)
     return cfg
 
 
@@ -192,14 +193,43 @@ def test_ann_recall_against_exact(ann_stores):
     assert np.mean(recalls) >= 0.95
 
 
-def test_ann_months_are_prefix_invariant(ann_stores, tmp_path):
+def test_pq_fast_scan_months_recall_with_default_search_settings(ann_stores, tmp_path):
+    """4-bit product codes (fast-scan) with the automatic nprobe (a quarter of the lists) and candidates."""
+    rows, _, exact_root, _, _ = ann_stores
+    emb = ClusterEmbedder()
+    ws = write_store(tmp_path / "pq", rows)
+    summary = build_index(ws.root, ann_config(1200, nprobe=0, candidates=0, codes="pq4fs"), progress=False,
+                          embedder=emb)
+    manifest = json.loads((ws.root / "index" / "manifest.json").read_text())
+    ivf = [m for m in manifest["months"] if m["kind"] == "ivf"]
+    assert summary["approximate"] == ["2025-04", "2025-05", "2025-06"]
+    assert all(m["codes"] == "pq4fs" and m["nprobe"] == 16 and m["candidates"] == 1000 for m in ivf)
+    a = Searcher.open(ws.root, embedder=emb)
+    e = Searcher.open(exact_root, embedder=emb)
+    rng = np.random.default_rng(2)
+    queries = normalize(emb.centres[rng.integers(0, 40, 60)] + 0.5 * rng.standard_normal((60, 32)) / np.sqrt(32))
+    got = a.search_vectors(queries, "2025-06-28", k=10)
+    want = e.search_vectors(queries, "2025-06-28", k=10)
+    assert np.mean([len({h.doc_id for h in g} & {h.doc_id for h in w}) / 10 for g, w in zip(got, want)]) >= 0.95
+    # search-time settings change without a rebuild
+    layout = IndexLayout(ws.root / "index")
+    before = {m["month"]: layout.ivf(m["month"]).read_bytes() for m in ivf}
+    again = build_index(ws.root, ann_config(1200, nprobe=4, candidates=0, codes="pq4fs"), progress=False,
+                        embedder=emb)
+    manifest = json.loads((ws.root / "index" / "manifest.json").read_text())
+    assert again["rebuilt"] == [] and {m["nprobe"] for m in manifest["months"] if m["kind"] == "ivf"} == {4}
+    assert {m: layout.ivf(m).read_bytes() for m in before} == before
+
+
+@pytest.mark.parametrize("codes", ["sq8", "pq4fs"])
+def test_ann_months_are_prefix_invariant(ann_stores, tmp_path, codes):
     """Searching as of D gives the same hits whether or not articles after D exist (approximate months too).
 
     One list probed and few candidates, so that hits really are approximate (recall < 1): centroids
-    trained on anything but earlier months would then change them."""
+    (and product codebooks) trained on anything but earlier months would then change them."""
     rows, _, exact_root, _, _ = ann_stores
     emb = ClusterEmbedder()
-    cfg = ann_config(1200, nprobe=1, candidates=10)
+    cfg = ann_config(1200, nprobe=1, candidates=10, codes=codes)
     ws_full = write_store(tmp_path / "full", rows)
     build_index(ws_full.root, cfg, progress=False, embedder=emb)
     full = Searcher.open(ws_full.root, embedder=emb)

@@ -5,7 +5,8 @@ Which months: month `i` is served approximately when the months *before* it hold
 any article of month `i` is, so whether a month is approximate never depends on articles after the
 search date (a rule on the month's own size would: its later articles could switch it).
 
-How: an inverted-file index (`IndexIVFScalarQuantizer`, 8-bit codes, inner product) over the month's
+How: an inverted-file index (`IndexIVFScalarQuantizer`, 8-bit codes, or with `index.ann_codes: pq4fs`
+`IndexIVFPQFastScan`, 4-bit product codes; inner product) over the month's
 rows minus the mean vector of the training sample (centred: the lists then split what tells articles
 apart; a query's approximate scores shift by the constant q.mean, so their order is that of q.x and
 the searcher needs no mean). Its centroids, quantizer ranges and mean are trained on a fixed, evenly
@@ -13,6 +14,8 @@ spaced sample of the earlier months' vectors only, so which list an article fall
 graph indexes (HNSW) would, and are not used. A search probes `nprobe` lists under the same row
 range (and hidden-row) selector as an exact search, takes `candidates` rows by approximate score and
 re-ranks them exactly with the month's stored float vectors, so scores equal exact scores.
+`nprobe` and `candidates` are search-time settings: by default a quarter of the lists and 100
+(sq8) or 1,000 (pq4fs) candidates; changing them does not rebuild an index.
 """
 
 from __future__ import annotations
@@ -25,9 +28,21 @@ from typing import Any
 import faiss
 import numpy as np
 
-DEFAULTS = {"ann_min_rows": 2_000_000, "ann_nlist": None, "ann_nprobe": 32, "ann_candidates": 100,
-            "ann_train_per_list": 64}
+from forecast_env.errors import ConfigError
+
+DEFAULTS = {"ann_min_rows": 2_000_000, "ann_nlist": None, "ann_nprobe": 0, "ann_candidates": 0,
+            "ann_train_per_list": 64, "ann_codes": "sq8"}
 TRAIN_SEED = 1234
+#: Codes of the approximate scan: 8-bit scalar quantization (d bytes per vector) or 4-bit product
+#: quantization scanned with faiss's fast-scan kernels (d / 8 bytes per vector, several times faster
+#: per probed list, coarser, so it re-ranks more candidates).
+CODES = ("sq8", "pq4fs")
+#: Candidates re-ranked exactly per month when `ann_candidates` is 0 (auto), per kind of codes.
+AUTO_CANDIDATES = {"sq8": 100, "pq4fs": 1000}
+#: Share of a month's lists probed when `ann_nprobe` is 0 (auto). Measured at 3M articles of static
+#: vectors (benchmarks/RESULTS.md): 32 of 1,024 lists reached recall@10 0.86 on the IVF months,
+#: 256 reached 0.97 (sq8) / 0.95 (pq4fs).
+AUTO_PROBE_SHARE = 0.25
 
 
 def _get(cfg: dict[str, Any], key: str) -> Any:
@@ -51,9 +66,13 @@ def ann_plan(month_rows: Sequence[int], cfg: dict[str, Any]) -> list[dict[str, A
         else:
             nlist = int(cfg.get("ann_nlist") or auto_nlist(earlier))
             train = int(min(earlier, int(_get(cfg, "ann_train_per_list")) * nlist))
-            plan.append({"nlist": nlist, "nprobe": int(_get(cfg, "ann_nprobe")),
-                         "candidates": int(_get(cfg, "ann_candidates")), "train_rows": max(train, nlist),
-                         "centre": True})
+            codes = str(_get(cfg, "ann_codes"))
+            if codes not in CODES:
+                raise ConfigError(f"index.ann_codes = {codes!r} is not known; choose one of {', '.join(CODES)}")
+            nprobe = int(_get(cfg, "ann_nprobe")) or max(1, round(nlist * AUTO_PROBE_SHARE))
+            candidates = int(_get(cfg, "ann_candidates")) or AUTO_CANDIDATES[codes]
+            plan.append({"nlist": nlist, "nprobe": nprobe, "candidates": candidates,
+                         "train_rows": max(train, nlist), "centre": True, "codes": codes})
         earlier += int(rows)
     return plan
 
@@ -89,8 +108,13 @@ def build_ivf(out: Path, month_shard: Path, train_paths: Sequence[Path], params:
     # q.x - q.mean, the same order as q.x, so the searcher needs no mean
     mean = train.mean(0, keepdims=True) if params.get("centre", True) else np.zeros((1, d), np.float32)
     quantizer = faiss.IndexFlatIP(d)
-    ivf = faiss.IndexIVFScalarQuantizer(quantizer, d, nlist, faiss.ScalarQuantizer.QT_8bit,
-                                        faiss.METRIC_INNER_PRODUCT)
+    codes = params.get("codes", "sq8")
+    if codes == "pq4fs" and d % 4 == 0:  # 4 dimensions per 4-bit sub-quantizer
+        ivf = faiss.IndexIVFPQFastScan(quantizer, d, nlist, d // 4, 4, faiss.METRIC_INNER_PRODUCT)
+    else:
+        codes = "sq8"
+        ivf = faiss.IndexIVFScalarQuantizer(quantizer, d, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                            faiss.METRIC_INNER_PRODUCT)
     ivf.cp.seed = TRAIN_SEED
     ivf.train(np.ascontiguousarray(train - mean))
     step = 1 << 16
@@ -99,7 +123,7 @@ def build_ivf(out: Path, month_shard: Path, train_paths: Sequence[Path], params:
     with atomic_path(out) as tmp:
         faiss.write_index(ivf, str(tmp))
     return {"kind": "ivf", "nlist": nlist, "nprobe": int(params["nprobe"]), "candidates": int(params["candidates"]),
-            "train_rows": len(train)}
+            "train_rows": len(train), "codes": codes}
 
 
 def search_ivf(ivf: faiss.Index, flat: faiss.Index, queries: np.ndarray, k: int, sel: Any, nprobe: int,
