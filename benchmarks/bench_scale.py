@@ -305,7 +305,41 @@ def memory() -> dict[str, float]:
             "pss": round(vals.get("Pss", 0), 1), "rss": round(vals.get("Rss", 0), 1)}
 
 
-def query(root: Path, n_queries: int, n_exact: int) -> dict[str, Any]:
+def alt_sweep(root: Path, searcher: Any, codes: str, vecs: np.ndarray, truth: list[np.ndarray], lo: int, hi: int,
+              hidden: Any, pct: Any, recall: Any) -> dict[str, Any]:
+    """The IVF months rebuilt with other codes (cached under ROOT/alt_CODES, same training rows), swept."""
+    from forecast_env.retrieval.ann import build_ivf
+    from forecast_env.retrieval.dense import DenseShards
+    from forecast_env.retrieval.layout import IndexLayout
+
+    layout = IndexLayout(root / "ws" / "index")
+    ann = []
+    for m, month in enumerate(searcher.months):
+        if month.get("kind") != "ivf":
+            ann.append(None)
+            continue
+        path = root / f"alt_{codes}" / f"{month['month']}.ivf.faiss"
+        if not path.exists():
+            params = {"nlist": month["nlist"], "nprobe": 0, "candidates": 0, "train_rows": month["train_rows"],
+                      "centre": True, "codes": codes}
+            build_ivf(path, layout.dense(month["month"]), [layout.dense(x["month"]) for x in searcher.months[:m]],
+                      params)
+        ann.append({"path": path, "nprobe": 0, "candidates": 1000})
+    sweep = {}
+    for nprobe in (64, 128, 256, 512):
+        shards = DenseShards(searcher.dense.paths, searcher.offsets, hidden,
+                             [dict(a, nprobe=nprobe) if a else None for a in ann])
+        lat, got = [], []
+        for i in range(len(vecs)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            got.append(shards.search(vecs[i:i + 1], lo, hi, 10)[0][0])
+            lat.append((time.perf_counter() - t0, time.process_time() - c0))
+        sweep[nprobe] = {"recall@10": recall([g.tolist() for g in got], [t.tolist() for t in truth]), **pct(lat)}
+        shards.close()
+    return sweep
+
+
+def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None) -> dict[str, Any]:
     import warnings
 
     from forecast_env.retrieval import Searcher
@@ -330,28 +364,29 @@ def query(root: Path, n_queries: int, n_exact: int) -> dict[str, Any]:
                            "ivf_months": sum(m.get("kind") == "ivf" for m in searcher.months),
                            "queries": n_queries, "exact_queries": n_exact}
 
-    def run(mode: str, dense: Any, which: list[int], when: str) -> tuple[list[float], list[list[str]]]:
+    def run(mode: str, dense: Any, which: list[int], when: str) -> tuple[list[tuple[float, float]], list[list[str]]]:
         searcher.dense = dense
         lat, ids = [], []
         for i in which:
             d = last if when == "last" else dates[i]
-            q = f"{qs[i]}" if mode != "bm25" else qs[i]
-            t0 = time.perf_counter()
-            hits = searcher.search(q, d, k=10, mode=mode)
-            lat.append(time.perf_counter() - t0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            hits = searcher.search(qs[i], d, k=10, mode=mode)
+            lat.append((time.perf_counter() - t0, time.process_time() - c0))
             ids.append([h.doc_id for h in hits])
         return lat, ids
 
-    def pct(lat: list[float]) -> dict[str, float]:
-        return {"p50_ms": round(float(np.median(lat)) * 1000, 2), "p95_ms": round(float(np.percentile(lat, 95)) * 1000, 2)}
+    def pct(lat: list[tuple[float, float]]) -> dict[str, float]:
+        wall, cpu = np.array([x[0] for x in lat]), np.array([x[1] for x in lat])
+        return {"p50_ms": round(float(np.median(wall)) * 1000, 2), "p95_ms": round(float(np.percentile(wall, 95)) * 1000, 2),
+                "cpu_p50_ms": round(float(np.median(cpu)) * 1000, 2)}
 
-    def recall(a: list[list[str]], b: list[list[str]]) -> float:
+    def recall(a: list[list[Any]], b: list[list[Any]]) -> float:
         return round(float(np.mean([len(set(x) & set(y)) / max(1, len(y)) for x, y in zip(a, b)])), 4)
 
     allq, exq = list(range(n_queries)), list(range(n_exact))
     # each query is new to the embedder: the query-vector cache would hide the embedding cost
     searcher.embedder.query_cache_size = 0
-    for when in ("random", "last"):
+    for when in ("last", "random"):
         run("hybrid", approx, exq[:3], when)  # warm the page cache a little
         for mode in ("hybrid", "dense", "bm25"):
             lat, ivf_ids = run(mode, approx, allq, when)
@@ -360,29 +395,37 @@ def query(root: Path, n_queries: int, n_exact: int) -> dict[str, Any]:
                 continue
             lat_x, ex_ids = run(mode, exact, exq, when)
             out[f"{when}/{mode}/exact"] = pct(lat_x)
-            out[f"{when}/{mode}/ivf_same_queries"] = pct(
-                [x for i, x in enumerate(run(mode, approx, exq, when)[0])])
+            out[f"{when}/{mode}/ivf_same_queries"] = pct(run(mode, approx, exq, when)[0])
             out[f"{when}/{mode}/recall@10_vs_exact"] = recall(ivf_ids[:n_exact], ex_ids)
-    # recall against speed: the IVF months' nprobe (a search-time setting) swept on the exact queries
-    vecs = searcher.embedder.encode_queries([qs[i] for i in exq])
-    truth = []
-    for i in exq:
-        hi = searcher._prefix_end(dates[i])
-        truth.append(exact.search(vecs[i:i + 1], 0, hi, 10)[0][0])
-    sweep = {}
-    for nprobe in (8, 16, 32, 64, 128, 256):
-        ann = [dict(a, nprobe=nprobe) if a else None for a in approx.ann]
-        shards = DenseShards(approx.paths, approx.offsets, None if searcher.visible.all() else ~searcher.visible, ann)
-        lat, rec = [], []
-        for i in exq:
-            hi = searcher._prefix_end(dates[i])
-            t0 = time.perf_counter()
-            rows = shards.search(vecs[i:i + 1], 0, hi, 10)[0][0]
-            lat.append(time.perf_counter() - t0)
-            rec.append(len(set(rows.tolist()) & set(truth[len(rec)].tolist())) / max(1, len(truth[len(rec)])))
-        sweep[nprobe] = {"recall@10": round(float(np.mean(rec)), 4), **pct(lat)}
-        shards.close()
-    out["random/dense vectors only: nprobe sweep"] = sweep
+    # recall against cost on the IVF months alone (the exact months would dilute it), as of the last
+    # day: nprobe is a search-time setting, swept here
+    first_ivf = next((m for m, spec in enumerate(approx.ann) if spec), None)
+    if first_ivf is not None:
+        lo, hi = int(searcher.offsets[first_ivf]), int(searcher.offsets[-1])
+        vecs = searcher.embedder.encode_queries([qs[i] for i in exq])
+        truth = [r for r, _ in exact.search(vecs, lo, hi, 10)]
+        hidden = None if searcher.visible.all() else ~searcher.visible
+        sweep = {}
+        for nprobe in (32, 64, 128, 256, 512):
+            shards = DenseShards(approx.paths, approx.offsets, hidden,
+                                 [dict(a, nprobe=nprobe) if a else None for a in approx.ann])
+            lat, got = [], []
+            for i in range(len(exq)):
+                t0, c0 = time.perf_counter(), time.process_time()
+                got.append(shards.search(vecs[i:i + 1], lo, hi, 10)[0][0])
+                lat.append((time.perf_counter() - t0, time.process_time() - c0))
+            sweep[nprobe] = {"recall@10": recall([g.tolist() for g in got], [t.tolist() for t in truth]), **pct(lat)}
+            shards.close()
+        lat = []
+        for i in range(len(exq)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            exact.search(vecs[i:i + 1], lo, hi, 10)
+            lat.append((time.perf_counter() - t0, time.process_time() - c0))
+        sweep["exact"] = pct(lat)
+        out[f"ivf months only ({len(approx.ann) - first_ivf}), last day, dense vectors: nprobe sweep"] = sweep
+        if alt_codes:
+            out[f"same, {alt_codes} codes (1,000 candidates): nprobe sweep"] = alt_sweep(
+                root, searcher, alt_codes, vecs, truth, lo, hi, hidden, pct, recall)
     searcher.dense = approx
     out["memory_mb"] = {"before_open": base, "after_open": opened, "after_searches": memory()}
     return out
@@ -403,16 +446,19 @@ def main() -> None:
     q.add_argument("--root", type=Path, default=Path("/work/scale/10m"))
     q.add_argument("--queries", type=int, default=200)
     q.add_argument("--exact-queries", type=int, default=50, help="queries also run against the exact scan")
+    q.add_argument("--alt-codes", choices=("pq4fs", "sq8"), default=None,
+                   help="also sweep the IVF months rebuilt with these codes (built once under ROOT/alt_CODES)")
     q.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.cmd == "build":
         print(json.dumps(build(args.root, args.rows, args.months, args.upto, args.stage), indent=1))
     elif args.child:
-        print(json.dumps(query(args.root, args.queries, args.exact_queries)))
+        print(json.dumps(query(args.root, args.queries, args.exact_queries, args.alt_codes)))
     else:
         cmd = [sys.executable, __file__, "query", "--root", str(args.root), "--queries", str(args.queries),
-               "--exact-queries", str(args.exact_queries), "--child"]
+               "--exact-queries", str(args.exact_queries), "--child"] + (
+                   ["--alt-codes", args.alt_codes] if args.alt_codes else [])
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode:
             sys.exit(res.stderr)
