@@ -75,6 +75,29 @@ def batch_max_diff(emb, texts: list[str], vecs: np.ndarray, n: int = 32) -> floa
     return float(np.abs(alone - vecs[:n]).max())
 
 
+class BaselineEncoder:
+    """The `OnnxEncoder` of another version of `onnx_encoder.py` (a file), behind `Embedder`'s two methods
+    (texts cut and vectors normalized as `Embedder` does), to compare versions in one run."""
+
+    def __init__(self, path: Path, model: str, max_seq_length: int, quantize: str | None):
+        import importlib.util
+
+        from forecast_env.retrieval.dense import resolve_model
+
+        spec = importlib.util.spec_from_file_location("baseline_onnx_encoder", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.cut = max_seq_length * 12
+        self.enc = module.OnnxEncoder(model, Path(resolve_model(model)), max_seq_length, quantize)
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        from forecast_env.retrieval.dense import normalize
+
+        return normalize(self.enc.encode([t[: self.cut] for t in texts]).astype(np.float32))
+
+    encode_queries = encode_documents
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", type=Path, default=None, help="take texts from this workspace's article store")
@@ -85,6 +108,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--backends", default="torch,onnx,onnx-int8,onnx-int8-static,static")
     ap.add_argument("--rounds", type=int, default=1, help="passes per backend, taken in turns; the median counts")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="also time another version's onnx_encoder.py (git show REV:forecast_env/retrieval/"
+                         "onnx_encoder.py > FILE) as the row 'baseline', with --baseline-quantize")
+    ap.add_argument("--baseline-quantize", default="int8")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--dump", type=Path, default=None,
                     help="write each backend's vectors (all texts, and --queries) to DIR/<backend>.npz")
@@ -112,8 +139,14 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown backend(s) {unknown}; choose from {', '.join(specs)}")
     embs = {}
+    if args.baseline:
+        names.append("baseline")
     for name in names:  # load, export or distil, warm up: outside the timed rounds
-        embs[name] = Embedder(model=args.model, max_seq_length=args.max_seq_length, query_cache_size=0, **specs[name])
+        if name == "baseline":
+            embs[name] = BaselineEncoder(args.baseline, args.model, args.max_seq_length, args.baseline_quantize)
+        else:
+            embs[name] = Embedder(model=args.model, max_seq_length=args.max_seq_length, query_cache_size=0,
+                                  **specs[name])
         embs[name].encode_documents(texts[:4])
     rounds: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     vectors: dict[str, np.ndarray] = {}
