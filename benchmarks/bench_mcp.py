@@ -1,6 +1,6 @@
 """What the MCP shell costs per tool call: the SDK client over stdio vs the environment stepped in process.
 
-    python benchmarks/bench_mcp.py --workspace WS [--calls 200]
+    python benchmarks/bench_mcp.py [--workspace WS] [--calls 200]   (default: the micro sample world)
 
 Both sides run the same sequence on the same event: `observe` (MCP only: free), then `search` with a new
 query each time (BM25 mode, so the figure is the protocol's cost rather than query embedding), and
@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,10 +78,16 @@ def _row(name: str, times: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--workspace", help="a built workspace (default: build the micro sample world)")
     ap.add_argument("--calls", type=int, default=200)
     args = ap.parse_args()
-    ws = Path(args.workspace)
+    if args.workspace is None:
+        from bench_verifiers import build_micro  # one home for the micro world's build
+
+        tmp = tempfile.TemporaryDirectory(prefix="bench-mcp-")
+        ws = build_micro(Path(tmp.name))
+    else:
+        ws = Path(args.workspace)
     from forecast_env.envs import ForecastEnv
 
     event_id = ForecastEnv(ws, split="eval").event_ids[0]
