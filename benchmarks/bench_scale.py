@@ -397,6 +397,7 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
             out[f"{when}/{mode}/exact"] = pct(lat_x)
             out[f"{when}/{mode}/ivf_same_queries"] = pct(run(mode, approx, exq, when)[0])
             out[f"{when}/{mode}/recall@10_vs_exact"] = recall(ivf_ids[:n_exact], ex_ids)
+    searched = memory()  # the searcher's own, before the sweeps below open more indexes
     # recall against cost on the IVF months alone (the exact months would dilute it), as of the last
     # day: nprobe is a search-time setting, swept here
     first_ivf = next((m for m, spec in enumerate(approx.ann) if spec), None)
@@ -427,7 +428,8 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
             out[f"same, {alt_codes} codes (1,000 candidates): nprobe sweep"] = alt_sweep(
                 root, searcher, alt_codes, vecs, truth, lo, hi, hidden, pct, recall)
     searcher.dense = approx
-    out["memory_mb"] = {"before_open": base, "after_open": opened, "after_searches": memory()}
+    out["memory_mb"] = {"before_open": base, "after_open": opened, "after_searches": searched,
+                        "after_sweeps": memory()}
     return out
 
 

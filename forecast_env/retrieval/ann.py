@@ -39,9 +39,9 @@ TRAIN_SEED = 1234
 CODES = ("sq8", "pq4fs")
 #: Candidates re-ranked exactly per month when `ann_candidates` is 0 (auto), per kind of codes.
 AUTO_CANDIDATES = {"sq8": 100, "pq4fs": 1000}
-#: Share of a month's lists probed when `ann_nprobe` is 0 (auto). Measured at 3M articles of static
-#: vectors (benchmarks/RESULTS.md): 32 of 1,024 lists reached recall@10 0.86 on the IVF months,
-#: 256 reached 0.97 (sq8) / 0.95 (pq4fs).
+#: Share of a month's lists probed when `ann_nprobe` is 0 (auto). Measured at 5M articles of static
+#: vectors and short queries (benchmarks/RESULTS.md): 32 of 1,024 lists reached recall@10 0.87 on the
+#: IVF months, 256 reached 0.98 (sq8) / 0.97 (pq4fs).
 AUTO_PROBE_SHARE = 0.25
 
 
