@@ -4,7 +4,10 @@ float16 exact shards, IVF months, BM25 with as-of statistics; against the exact 
 Two commands, each resumable and separately runnable (the data stays under ROOT, outside the repo):
 
     nice -n 19 .venv/bin/python benchmarks/bench_scale.py build --root /work/scale/10m --rows 10000000 --months 10
-    .venv/bin/python benchmarks/bench_scale.py query --root /work/scale/10m --queries 200
+    .venv/bin/python benchmarks/bench_scale.py query --root /work/scale/10m --queries 200 [--alt-codes pq4fs]
+
+`build --upto N` generates and indexes the first N months only: a complete, searchable index of
+N x rows/months articles; a later `build` with a larger N (or none) adds the remaining months.
 
 `build` writes ROOT/ws/corpus/articles/YYYY-MM.parquet one month at a time (a month already on disk
 is kept: generation is a pure function of the month's index and the seed), then runs the project's
