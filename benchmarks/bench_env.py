@@ -192,6 +192,7 @@ def _worker(args: tuple[str, float, int, str, bool, str]) -> tuple[int, float]:
 
 
 def main() -> None:
+    global BACKEND
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workspace", default=None, help="a built workspace (default: generate one)")
     ap.add_argument("--articles", type=int, default=3000, help="articles of the generated workspace")
@@ -201,7 +202,6 @@ def main() -> None:
                     help="make every query distinct (no query-vector cache hits: the worst case for hybrid)")
     ap.add_argument("--backend", default=BACKEND, choices=sorted(BACKENDS), help="embedding backend")
     args = ap.parse_args()
-    global BACKEND
     BACKEND = args.backend
     print(f"embedding backend: {BACKEND}")
     if args.workspace:
