@@ -312,7 +312,6 @@ def alt_sweep(root: Path, searcher: Any, codes: str, vecs: np.ndarray, truth: li
               hidden: Any, pct: Any, recall: Any) -> dict[str, Any]:
     """The IVF months rebuilt with other codes (cached under ROOT/alt_CODES, same training rows), swept."""
     from forecast_env.retrieval.ann import build_ivf
-    from forecast_env.retrieval.dense import DenseShards
     from forecast_env.retrieval.layout import IndexLayout
 
     layout = IndexLayout(root / "ws" / "index")
@@ -328,10 +327,18 @@ def alt_sweep(root: Path, searcher: Any, codes: str, vecs: np.ndarray, truth: li
             build_ivf(path, layout.dense(month["month"]), [layout.dense(x["month"]) for x in searcher.months[:m]],
                       params)
         ann.append({"path": path, "nprobe": 0, "candidates": 1000})
-    sweep = {}
-    for nprobe in (64, 128, 256, 512):
-        shards = DenseShards(searcher.dense.paths, searcher.offsets, hidden,
-                             [dict(a, nprobe=nprobe) if a else None for a in ann])
+    return nprobe_sweep((64, 128, 256, 512), searcher.dense.paths, searcher.offsets, ann, hidden, vecs, truth, lo, hi,
+                        pct, recall)
+
+
+def nprobe_sweep(nprobes: tuple[int, ...], paths: Any, offsets: Any, ann: list[Any], hidden: Any, vecs: np.ndarray,
+                 truth: list[np.ndarray], lo: int, hi: int, pct: Any, recall: Any) -> dict[Any, Any]:
+    """Recall@10 against `truth` and latency of dense search over rows [lo, hi) at each nprobe."""
+    from forecast_env.retrieval.dense import DenseShards
+
+    sweep: dict[Any, Any] = {}
+    for nprobe in nprobes:
+        shards = DenseShards(paths, offsets, hidden, [dict(a, nprobe=nprobe) if a else None for a in ann])
         lat, got = [], []
         for i in range(len(vecs)):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -409,17 +416,8 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
         vecs = searcher.embedder.encode_queries([qs[i] for i in exq])
         truth = [r for r, _ in exact.search(vecs, lo, hi, 10)]
         hidden = None if searcher.visible.all() else ~searcher.visible
-        sweep = {}
-        for nprobe in (32, 64, 128, 256, 512):
-            shards = DenseShards(approx.paths, approx.offsets, hidden,
-                                 [dict(a, nprobe=nprobe) if a else None for a in approx.ann])
-            lat, got = [], []
-            for i in range(len(exq)):
-                t0, c0 = time.perf_counter(), time.process_time()
-                got.append(shards.search(vecs[i:i + 1], lo, hi, 10)[0][0])
-                lat.append((time.perf_counter() - t0, time.process_time() - c0))
-            sweep[nprobe] = {"recall@10": recall([g.tolist() for g in got], [t.tolist() for t in truth]), **pct(lat)}
-            shards.close()
+        sweep = nprobe_sweep((32, 64, 128, 256, 512), approx.paths, approx.offsets, approx.ann, hidden, vecs, truth,
+                             lo, hi, pct, recall)
         lat = []
         for i in range(len(exq)):
             t0, c0 = time.perf_counter(), time.process_time()
