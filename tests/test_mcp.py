@@ -19,20 +19,10 @@ from typing import Any
 
 import polars as pl
 import pytest
+from _leaks import SCORE_KEYS, nested_keys
 from mcp import Client, StdioServerParameters, stdio_client
 
-#: Keys that would carry a score, reward or label: never in a tool result.
-SCORE_KEYS = {"brier", "accuracy", "log_vs_market", "log_vs_market_close", "reward", "scores", "label",
-              "market_prob", "market_prob_close"}
 TOOLS = {"observe", "search", "open_article", "notebook_add", "notebook_supersede", "forecast"}
-
-
-def _keys(obj: Any) -> set[str]:
-    if isinstance(obj, dict):
-        return set(obj) | {k for v in obj.values() for k in _keys(v)}
-    if isinstance(obj, list):
-        return {k for v in obj for k in _keys(v)}
-    return set()
 
 
 def _env() -> dict[str, str]:
@@ -101,7 +91,7 @@ def test_stdio_whole_episode_recorded_as_harness_run(micro_events: Path) -> None
     spec = next(s.get("function", s) for s in ForecastEnv(ws, split="eval").tool_specs
                 if s.get("function", s)["name"] == "search")
     assert search_schema == spec["parameters"]  # the environment's own schema, not a re-derivation
-    assert not (_keys(seen) & SCORE_KEYS), _keys(seen) & SCORE_KEYS
+    assert not (nested_keys(seen) & SCORE_KEYS), nested_keys(seen) & SCORE_KEYS
     assert after["error"] and "finished" in after["after"]
 
     run_dir = ws / "runs" / "mcp-stdio"
@@ -228,7 +218,7 @@ def test_http_needs_the_token_and_serves_one_session(micro_events: Path) -> None
         names, refused, seen = asyncio.run(main())
         assert names == TOOLS
         assert refused, "a second client session must be refused"
-        assert not (_keys(seen) & SCORE_KEYS)
+        assert not (nested_keys(seen) & SCORE_KEYS)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
@@ -351,7 +341,7 @@ def test_world_mode_over_stdio(micro_events: Path) -> None:
 
     names, seen, days = asyncio.run(main())
     assert {"observe", "next_day", "get_question", "forecast", "search"} <= names
-    assert not (_keys(seen) & SCORE_KEYS)
+    assert not (nested_keys(seen) & SCORE_KEYS)
     run_dir = ws / "runs" / "mcp-world"
     rec = json.loads((run_dir / "run.json").read_text())
     assert rec["mode"] == "world" and rec["session"] == "harness" and rec["status"] == "complete"

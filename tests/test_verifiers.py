@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from _leaks import SCORE_KEYS, nested_keys
 from chat_server import ChatServer, Status, text, tool_call, tool_calls
 from forecast_env.adapters.rollout_service import RolloutRun, close_services, service_for, task_rows
 
@@ -30,18 +31,6 @@ except ImportError:  # the extra is not installed: the environment service's own
 
 needs_verifiers = pytest.mark.skipif(vf is None, reason="the verifiers extra is not installed "
                                                         "(pip install -c constraints.txt -e '.[verifiers]')")
-
-#: Keys that would carry a score, reward or label: never in a tool result.
-SCORE_KEYS = {"brier", "accuracy", "log_vs_market", "log_vs_market_close", "reward", "scores", "label",
-              "market_prob", "market_prob_close"}
-
-
-def _keys(obj: Any) -> set[str]:
-    if isinstance(obj, dict):
-        return set(obj) | {k for v in obj.values() for k in _keys(v)}
-    if isinstance(obj, list):
-        return {k for v in obj for k in _keys(v)}
-    return set()
 
 
 def _label(ws: Path, event_id: str) -> str:
@@ -137,7 +126,7 @@ def test_per_date_rollout_rewards_the_dates_score_and_is_recorded(micro_events: 
     assert search["forecast_date"] == day and search["step"] == 2
     hits = search["tool_result"]["hits"]
     assert hits and all(h["day"] <= day for h in hits)
-    assert not any(_keys(r) & SCORE_KEYS for r in results)
+    assert not any(nested_keys(r) & SCORE_KEYS for r in results)
 
     # recorded like a runner episode: this date only, scored as the environment scores it
     run_dir = micro_events / "runs" / "vf-per-date"
@@ -184,7 +173,7 @@ def test_episode_rollout_carries_the_notebook_across_dates(micro_events: Path) -
     results = _tool_results(requests)
     second = results[1]  # after notebook_add, the first forecast's reply: date 2
     assert second["step"] == 2 and [e["claim"] for e in second["notebook"]] == ["The first date's note."]
-    assert not any(_keys(r) & SCORE_KEYS for r in results)
+    assert not any(nested_keys(r) & SCORE_KEYS for r in results)
 
     run_dir = micro_events / "runs" / "vf-episode"
     rec = json.loads((run_dir / "run.json").read_text())

@@ -11,7 +11,7 @@ word (`docs/design.md §7`):
 
 A world's bank follows from its seed (`default_bank`: even seeds ``a``, odd seeds ``b``) unless
 `synthesize(..., phrasing=...)` names one; `truth.json` records it. The agents' cue lexicons come from
-a general-purpose resource (VADER's lexicon, see `forecast_env.agents.lexicon`), and a test checks
+a general-purpose resource (the Pattern polarity lexicon shipped in TextBlob, see `forecast_env.agents.lexicon`), and a test checks
 that none of them holds a cue phrase of these banks.
 """
 
