@@ -64,6 +64,10 @@ def _to_prob(value: Any) -> float | None:
     return None
 
 
+_JSON_WORD_RE = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|\b(true|false|null)\b""")
+_PY_WORD = {"true": "True", "false": "False", "null": "None"}
+
+
 def loads_lenient(text: str) -> Any:
     """Parse one JSON-ish value: strict JSON, then with trailing commas removed, then Python literal."""
     text = text.strip()
@@ -74,7 +78,8 @@ def loads_lenient(text: str) -> Any:
         except (json.JSONDecodeError, ValueError):
             pass
     pythonish = _TRAILING_COMMA_RE.sub(r"\1", text)
-    pythonish = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", pythonish)))
+    # JSON's keywords become Python's outside quoted strings only: a label such as 'null' stays itself
+    pythonish = _JSON_WORD_RE.sub(lambda m: m.group(1) or _PY_WORD[m.group(2)], pythonish)
     try:
         return ast.literal_eval(pythonish)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

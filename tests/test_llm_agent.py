@@ -108,6 +108,14 @@ labels = st.lists(st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll
                   min_size=2, max_size=6, unique_by=lambda s: " ".join(s.casefold().split()))
 
 
+def test_parse_forecast_keeps_labels_that_spell_json_keywords():
+    """A Python-style reply's quoted labels are not rewritten as JSON keywords (found by the round trip below:
+    'null' became 'None', and the forecast fell through to prose)."""
+    assert parse_forecast("{'0': 0.0, 'null': 0.0}", ["0", "null"]) == {"0": 0.0, "null": 0.0}
+    assert parse_forecast("{'true': 0.7, 'false': 0.2, 'x': 0.1,}", ["true", "false", "x"]) == {"true": 0.7, "false": 0.2,
+                                                                                               "x": 0.1}
+
+
 @settings(max_examples=120, deadline=None)
 @given(labels, st.data(), st.sampled_from(["plain", "fence", "trailing", "single"]))
 def test_parse_forecast_json_round_trip(options, data, style):
