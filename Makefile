@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q torch==2.13.0
 	# the verifiers extra too: tests/test_verifiers.py runs verifiers' own rollout loop (it skips without it)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers]'
+	# the default embedding backend's model files, once per machine (~40 s: ONNX export + calibrated int8),
+	# so that the first index build (make demo's included) does not pay for them
+	$(BIN)/forecast-env index prepare
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -222,12 +222,27 @@ def timed(timings: Timings, stage: str, fn: Any) -> Any:
     return wrapper
 
 
+#: IVF lists per month (index.ann_nlist): 8,192 for every month. The automatic rule (8 x sqrt of the
+#: rows before the month) gives 8,192 from the second month on, but 2,048 for the first (65,536 rows
+#: before it); measured on one 1M-row month, 8,192 lists reach recall@10 0.97 at nprobe 256 in 2.5 ms,
+#: 1,024 lists the same recall in ~12 ms (RESULTS.md).
+NLIST = 8192
+#: Rows searched exactly (index.ann_min_rows): the first 65,536 (about two days; 8 training rows per
+#: list of the first month's IVF); every later row, most of the first month included, is in an IVF
+#: month trained on the rows before it.
+EXACT_ROWS = 8 * NLIST
+#: Training rows per list (index.ann_train_per_list): 32 (262,144 per month from the second on; k-means
+#: time grows with rows x lists, and 64 would double the ~2 minutes per month).
+TRAIN_PER_LIST = 32
+
+
 def scale_config(rows_per_month: int) -> dict[str, Any]:
     from forecast_env.config import load_config
 
     cfg = load_config("corpus")
     cfg["embed"].update(backend="static", float16=True)
-    cfg["index"] = dict(cfg.get("index") or {}, ann_min_rows=rows_per_month)
+    cfg["index"] = dict(cfg.get("index") or {}, ann_min_rows=min(EXACT_ROWS, rows_per_month), ann_nlist=NLIST,
+                        ann_train_per_list=TRAIN_PER_LIST)
     cfg["execution"] = dict(cfg.get("execution") or {}, engine="local")
     return cfg
 
@@ -321,24 +336,27 @@ def alt_sweep(root: Path, searcher: Any, codes: str, vecs: np.ndarray, truth: li
             ann.append(None)
             continue
         path = root / f"alt_{codes}" / f"{month['month']}.ivf.faiss"
+        start = int(month.get("start", 0))
         if not path.exists():
             params = {"nlist": month["nlist"], "nprobe": 0, "candidates": 0, "train_rows": month["train_rows"],
                       "centre": True, "codes": codes}
-            build_ivf(path, layout.dense(month["month"]), [layout.dense(x["month"]) for x in searcher.months[:m]],
-                      params)
-        ann.append({"path": path, "nprobe": 0, "candidates": 1000})
+            if start:
+                params |= {"start": start, "train_end": int(searcher.offsets[m]) + start}
+            build_ivf(path, layout.dense(month["month"]),
+                      [layout.dense(x["month"]) for x in searcher.months[: m + (1 if start else 0)]], params)
+        ann.append({"path": path, "nprobe": 0, "candidates": 1000, "start": start})
     return nprobe_sweep((64, 128, 256, 512), searcher.dense.paths, searcher.offsets, ann, hidden, vecs, truth, lo, hi,
-                        pct, recall)
+                        pct, recall, searcher.threads)
 
 
 def nprobe_sweep(nprobes: tuple[int, ...], paths: Any, offsets: Any, ann: list[Any], hidden: Any, vecs: np.ndarray,
-                 truth: list[np.ndarray], lo: int, hi: int, pct: Any, recall: Any) -> dict[Any, Any]:
+                 truth: list[np.ndarray], lo: int, hi: int, pct: Any, recall: Any, threads: int = 1) -> dict[Any, Any]:
     """Recall@10 against `truth` and latency of dense search over rows [lo, hi) at each nprobe."""
     from forecast_env.retrieval.dense import DenseShards
 
     sweep: dict[Any, Any] = {}
     for nprobe in nprobes:
-        shards = DenseShards(paths, offsets, hidden, [dict(a, nprobe=nprobe) if a else None for a in ann])
+        shards = DenseShards(paths, offsets, hidden, [dict(a, nprobe=nprobe) if a else None for a in ann], threads)
         lat, got = [], []
         for i in range(len(vecs)):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -362,7 +380,7 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
     searcher.embedder.encode_queries(["warm up"])
     opened = memory()
     exact = DenseShards([searcher.dense.paths[i] for i in range(len(searcher.months))], searcher.offsets,
-                        None if searcher.visible.all() else ~searcher.visible)
+                        None if searcher.visible.all() else ~searcher.visible, threads=searcher.threads)
     approx = searcher.dense
     rng = np.random.default_rng([SEED, 99])
     qs = model.queries(rng, n_queries)
@@ -372,7 +390,11 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
     dates = [first + timedelta(days=int(d)) for d in rng.integers(0, span + 1, size=n_queries)]
     out: dict[str, Any] = {"articles": int(searcher.offsets[-1]), "months": len(searcher.months),
                            "ivf_months": sum(m.get("kind") == "ivf" for m in searcher.months),
-                           "queries": n_queries, "exact_queries": n_exact}
+                           "exact_rows": int(next((int(searcher.offsets[i]) + int(m.get("start", 0))
+                                                   for i, m in enumerate(searcher.months) if m.get("kind") == "ivf"),
+                                                  int(searcher.offsets[-1]))),
+                           "nprobe": sorted({a["nprobe"] for a in approx.ann if a}),
+                           "search_threads": searcher.threads, "queries": n_queries, "exact_queries": n_exact}
 
     def run(mode: str, dense: Any, which: list[int], when: str) -> tuple[list[tuple[float, float]], list[list[str]]]:
         searcher.dense = dense
@@ -396,8 +418,14 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
     allq, exq = list(range(n_queries)), list(range(n_exact))
     # each query is new to the embedder: the query-vector cache would hide the embedding cost
     searcher.embedder.query_cache_size = 0
+    # warm: one untimed pass of every query and date through both paths (a serving searcher's index
+    # pages are in the page cache; the first pass after a build or a reboot reads them from disk)
+    t0 = time.perf_counter()
     for when in ("last", "random"):
-        run("hybrid", approx, exq[:3], when)  # warm the page cache a little
+        run("hybrid", approx, allq, when)
+        run("dense", exact, exq, when)
+    out["warm_pass_s"] = round(time.perf_counter() - t0, 1)
+    for when in ("last", "random"):
         for mode in ("hybrid", "dense", "bm25"):
             lat, ivf_ids = run(mode, approx, allq, when)
             out[f"{when}/{mode}/ivf"] = pct(lat)
@@ -407,24 +435,29 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
             out[f"{when}/{mode}/exact"] = pct(lat_x)
             out[f"{when}/{mode}/ivf_same_queries"] = pct(run(mode, approx, exq, when)[0])
             out[f"{when}/{mode}/recall@10_vs_exact"] = recall(ivf_ids[:n_exact], ex_ids)
+    # the same hybrid searches on one thread (months one after another, BM25 after them)
+    searcher.threads, approx.threads = 1, 1
+    for when in ("last", "random"):
+        out[f"{when}/hybrid/ivf/1 thread"] = pct(run("hybrid", approx, allq, when)[0])
+    searcher.threads = approx.threads = out["search_threads"]
     searched = memory()  # the searcher's own, before the sweeps below open more indexes
     # recall against cost on the IVF months alone (the exact months would dilute it), as of the last
     # day: nprobe is a search-time setting, swept here
     first_ivf = next((m for m, spec in enumerate(approx.ann) if spec), None)
     if first_ivf is not None:
-        lo, hi = int(searcher.offsets[first_ivf]), int(searcher.offsets[-1])
+        lo, hi = out["exact_rows"], int(searcher.offsets[-1])  # the approximate rows only
         vecs = searcher.embedder.encode_queries([qs[i] for i in exq])
         truth = [r for r, _ in exact.search(vecs, lo, hi, 10)]
         hidden = None if searcher.visible.all() else ~searcher.visible
         sweep = nprobe_sweep((32, 64, 128, 256, 512), approx.paths, approx.offsets, approx.ann, hidden, vecs, truth,
-                             lo, hi, pct, recall)
+                             lo, hi, pct, recall, searcher.threads)
         lat = []
         for i in range(len(exq)):
             t0, c0 = time.perf_counter(), time.process_time()
             exact.search(vecs[i:i + 1], lo, hi, 10)
             lat.append((time.perf_counter() - t0, time.process_time() - c0))
         sweep["exact"] = pct(lat)
-        out[f"ivf months only ({len(approx.ann) - first_ivf}), last day, dense vectors: nprobe sweep"] = sweep
+        out[f"approximate rows only ({hi - lo}, {len(approx.ann) - first_ivf} IVF months), last day, dense: nprobe sweep"] = sweep
         if alt_codes:
             out[f"same, {alt_codes} codes (1,000 candidates): nprobe sweep"] = alt_sweep(
                 root, searcher, alt_codes, vecs, truth, lo, hi, hidden, pct, recall)

@@ -4,8 +4,8 @@ The files and their meaning are the public contract in `forecast_env.retrieval.l
 (redone only when the article shard's sha256 or the embedding identity changed; a finished month
 leaves a marker `WS/index/months/YYYY-MM.json`, so a killed build resumes per month):
     text copy, BM25 month postings, exact dense shard (one embedding pass over the month).
-Months served approximately (`index.ann_min_rows`, see `forecast_env.retrieval.ann`) also get an
-IVF index whose centroids are trained on the earlier months only. Global files (BM25 postings with
+Months holding rows past `index.ann_min_rows` (see `forecast_env.retrieval.ann`) also get an IVF
+index over those rows whose centroids are trained on the rows before them only. Global files (BM25 postings with
 global rows, per-row arrays) are merged from the month files whenever any month changed.
 
 Month shards are embedded through `forecast_env.executor`: in this process (`engine="local"`, the
@@ -308,10 +308,12 @@ def _build_ann(layout: IndexLayout, months: list[dict[str, Any]], index_cfg: dic
         key = hashlib.sha256("|".join(key_src).encode()).hexdigest()[:16]
         old = prev.get(month, {})
         if old.get("kind") == "ivf" and old.get("ivf_key") == key and layout.ivf(month).exists():
-            out[month] = {k: old[k] for k in ("kind", "ivf_key", "nlist", "train_rows", "codes") if k in old} | {
-                "nprobe": params["nprobe"], "candidates": params["candidates"]}
+            out[month] = {k: old[k] for k in ("kind", "ivf_key", "nlist", "train_rows", "codes", "start")
+                          if k in old} | {"nprobe": params["nprobe"], "candidates": params["candidates"]}
             continue
-        train = [layout.dense(m["month"]) for m in months[:i]]
+        # trained on every row before the first one it covers: the earlier months, and in the first
+        # approximate month its own rows before index.ann_min_rows
+        train = [layout.dense(m["month"]) for m in months[: i + (1 if params.get("start") else 0)]]
         info = build_ivf(layout.ivf(month), layout.dense(month), train, params)
         out[month] = {"kind": "ivf", "ivf_key": key, **info}
     for m in months:

@@ -47,6 +47,9 @@ from forecast_env.store import (
 PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "timestamps", "leakage")
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution",)
+#: Sections only the index build and the searcher read: they do not change which articles the corpus
+#: holds, so the corpus snapshot id leaves them out (the index has its own hash).
+INDEX_KEYS = ("embed", "index", "retrieval")
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
 PART_VERSION = 6  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
 # 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
@@ -72,8 +75,9 @@ def per_file_config_hash(cfg: dict[str, Any]) -> str:
 
 
 def snapshot_config_hash(cfg: dict[str, Any]) -> str:
-    """Hash of the config minus execution settings (workers and engine do not change a corpus)."""
-    return config_hash({k: v for k, v in cfg.items() if k not in EXECUTION_KEYS})
+    """Hash of the config minus execution settings (workers and engine do not change a corpus) and the
+    index and search settings (embedding, IVF, BM25 and fusion parameters do not either)."""
+    return config_hash({k: v for k, v in cfg.items() if k not in EXECUTION_KEYS + INDEX_KEYS})
 
 
 def _as_date(value: Any) -> date | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from datetime import date, timedelta
 from pathlib import Path
@@ -147,13 +148,17 @@ def ann_config(min_rows: int, nprobe: int = 8, candidates: int = 50, codes: str 
     return cfg
 
 
-def test_ann_plan_reads_only_earlier_months():
+def test_ann_plan_reads_only_earlier_rows():
     cfg = {"ann_min_rows": 100, "ann_nlist": None, "ann_nprobe": 4, "ann_candidates": 20, "ann_train_per_list": 10}
     plan = ann_plan([60, 50, 10, 500], cfg)
-    assert plan[0] is None and plan[1] is None  # 0 and 60 rows before them
-    assert plan[2] is not None and plan[3] is not None  # 110 and 120 rows before them
-    # a month's own size never decides: growing the last month changes nothing before it or in it
-    assert ann_plan([60, 50, 10, 5], cfg) == plan[:3] + [plan[3]]
+    assert plan[0] is None  # rows 0..59: all before row 100
+    # rows 60..109: the IVF covers its rows from global row 100 on, trained on rows 0..99
+    assert plan[1]["start"] == 40 and plan[1]["train_end"] == 100 and plan[1]["train_rows"] == 100
+    assert "start" not in plan[2] and "start" not in plan[3]  # wholly after row 100: every row approximate
+    # a month's own size never decides what its IVF covers or how it is trained: growing or shrinking
+    # the current month changes nothing before it or in it
+    assert ann_plan([60, 50, 10, 5], cfg) == plan
+    assert ann_plan([60, 45], cfg)[1] == plan[1] and ann_plan([60, 40], cfg) == [None, None]
     assert ann_plan([60, 50, 10], {**cfg, "ann_min_rows": 0}) == [None, None, None]
 
 
@@ -171,14 +176,15 @@ def ann_stores(tmp_path_factory):
 
 def test_ann_recall_against_exact(ann_stores):
     rows, approx_root, exact_root, s_approx, s_exact = ann_stores
-    assert s_approx["approximate"] == ["2025-04", "2025-05", "2025-06"] and s_exact["approximate"] == []
+    # 1,550 rows in March: its rows from row 1,200 on are approximate, the first 1,200 exact
+    assert s_approx["approximate"] == ["2025-03", "2025-04", "2025-05", "2025-06"] and s_exact["approximate"] == []
     emb = ClusterEmbedder()
     a = Searcher.open(approx_root, embedder=emb)
     e = Searcher.open(exact_root, embedder=emb)
     rng = np.random.default_rng(0)
     queries = normalize(emb.centres[rng.integers(0, 40, 60)] + 0.5 * rng.standard_normal((60, 32)) / np.sqrt(32))
     recalls = []
-    for as_of in ("2025-05-17", "2025-06-28"):
+    for as_of in ("2025-03-29", "2025-05-17", "2025-06-28"):
         got = a.search_vectors(queries, as_of, k=10)
         want = e.search_vectors(queries, as_of, k=10)
         for g, w in zip(got, want):
@@ -194,7 +200,8 @@ def test_ann_recall_against_exact(ann_stores):
 
 
 def test_pq_fast_scan_months_recall_with_default_search_settings(ann_stores, tmp_path):
-    """4-bit product codes (fast-scan) with the automatic nprobe (a quarter of the lists) and candidates."""
+    """4-bit product codes (fast-scan) with the automatic nprobe (256, or all of a month's 64 lists)
+    and candidates."""
     rows, _, exact_root, _, _ = ann_stores
     emb = ClusterEmbedder()
     ws = write_store(tmp_path / "pq", rows)
@@ -202,8 +209,8 @@ def test_pq_fast_scan_months_recall_with_default_search_settings(ann_stores, tmp
                           embedder=emb)
     manifest = json.loads((ws.root / "index" / "manifest.json").read_text())
     ivf = [m for m in manifest["months"] if m["kind"] == "ivf"]
-    assert summary["approximate"] == ["2025-04", "2025-05", "2025-06"]
-    assert all(m["codes"] == "pq4fs" and m["nprobe"] == 16 and m["candidates"] == 1000 for m in ivf)
+    assert summary["approximate"] == ["2025-03", "2025-04", "2025-05", "2025-06"]
+    assert all(m["codes"] == "pq4fs" and m["nprobe"] == 64 and m["candidates"] == 1000 for m in ivf)
     a = Searcher.open(ws.root, embedder=emb)
     e = Searcher.open(exact_root, embedder=emb)
     rng = np.random.default_rng(2)
@@ -238,10 +245,12 @@ def test_ann_months_are_prefix_invariant(ann_stores, tmp_path, codes):
     exact = Searcher.open(exact_root, embedder=emb).search_vectors(queries, "2025-06-03", k=10)
     approx = full.search_vectors(queries, "2025-06-03", k=10)
     assert [[h.doc_id for h in hits] for hits in approx] != [[h.doc_id for h in hits] for hits in exact]
-    for cut in (date(2025, 4, 20), date(2025, 6, 3)):
+    # 2025-03-20: before row 1,200 (all exact); 2025-03-24: the day that holds rows 1,199 and 1,200
+    # (the first approximate month's IVF starts inside it); later: whole approximate months
+    for cut in (date(2025, 3, 20), date(2025, 3, 24), date(2025, 3, 29), date(2025, 4, 20), date(2025, 6, 3)):
         ws = write_store(tmp_path / cut.isoformat(), [r for r in rows if r["day"] <= cut])
         summary = build_index(ws.root, cfg, progress=False, embedder=emb)
-        assert cut.strftime("%Y-%m") in summary["approximate"]
+        assert (cut.strftime("%Y-%m") in summary["approximate"]) == (cut >= date(2025, 3, 24))
         prefix = Searcher.open(ws.root, embedder=emb)
         for d in (cut, cut - timedelta(days=9)):
             got = full.search_vectors(queries, d, k=10)
@@ -270,3 +279,39 @@ def test_ivf_of_a_month_ignores_later_months(ann_stores, tmp_path):
     again = build_index(ws.root, ann_config(1200), progress=False, embedder=emb)
     assert again["rebuilt"] == ["2025-06"]
     assert {m: layout.ivf(m).read_bytes() for m in before} == before
+
+
+def test_search_threads_change_nothing_but_speed(ann_stores):
+    """Months searched on 2 threads (and a hybrid search's BM25 beside them) give the same hits as one
+    thread; auto (0) uses threads only for an index with approximate months; a bad value is an error."""
+    rows, approx_root, exact_root, _, _ = ann_stores
+    emb = ClusterEmbedder()
+    opened = {}
+    for n in (1, 2):
+        cfg = load_config("corpus")
+        cfg["retrieval"]["search_threads"] = n
+        opened[n] = Searcher.open(approx_root, cfg, embedder=emb)
+        assert opened[n].threads == n
+    for d in ("2025-03-24", "2025-05-02", "2025-06-28"):
+        for mode in ("hybrid", "dense", "bm25"):
+            for q in ("election vote", "oil price storm", "court ruling senate"):
+                one, two = (opened[n].search(q, d, k=10, mode=mode) for n in (1, 2))
+                assert [(h.doc_id, h.score) for h in one] == [(h.doc_id, h.score) for h in two]
+    assert Searcher.open(approx_root, embedder=emb).threads == max(1, min(4, os.cpu_count() or 1))
+    assert Searcher.open(exact_root, embedder=emb).threads == 1
+    cfg = load_config("corpus")
+    cfg["retrieval"]["search_threads"] = -1
+    with pytest.raises(ConfigError, match="search_threads"):
+        Searcher.open(approx_root, cfg, embedder=emb)
+
+
+def test_search_time_ann_settings_come_from_the_config(ann_stores):
+    """`index.ann_nprobe` / `ann_candidates` set in the searcher's config apply without a rebuild."""
+    _, approx_root, _, _, _ = ann_stores
+    cfg = load_config("corpus")
+    cfg["index"].update(ann_nprobe=3, ann_candidates=17)
+    s = Searcher.open(approx_root, cfg, embedder=ClusterEmbedder())
+    specs = [a for a in s.dense.ann if a]
+    assert specs and all(a["nprobe"] == 3 and a["candidates"] == 17 for a in specs)
+    default = Searcher.open(approx_root, embedder=ClusterEmbedder())
+    assert all(a["nprobe"] == 8 and a["candidates"] == 50 for a in default.dense.ann if a)  # the manifest's

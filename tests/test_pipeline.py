@@ -273,3 +273,22 @@ def test_micro_world_truth(micro_corpus: Path, micro_truth: dict) -> None:
             if want.get("dup_of") and id_to_url.get(row["dup_of"]) != want["dup_of"]:
                 wrong.append((url, "dup_of", id_to_url.get(row["dup_of"]), want["dup_of"]))
     assert not wrong, wrong[:20]
+
+
+def test_snapshot_id_ignores_index_and_search_settings():
+    """The corpus snapshot id names the articles: embedding, IVF and search settings (read only by
+    the index build and the searcher) leave it alone; a setting of the corpus stages changes it."""
+    from forecast_env.corpus_build.pipeline import snapshot_config_hash
+
+    from forecast_env.config import load_config
+
+    base = load_config("corpus")
+    search = load_config("corpus")
+    search["retrieval"].update(rrf_k=10, search_threads=2)
+    search["index"].update(ann_nprobe=7)
+    search["embed"].update(backend="static")
+    search["execution"].update(workers=3)
+    assert snapshot_config_hash(search) == snapshot_config_hash(base)
+    corpus = load_config("corpus")
+    corpus["corpus_end"] = "2025-01-31"
+    assert snapshot_config_hash(corpus) != snapshot_config_hash(base)

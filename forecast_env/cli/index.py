@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--workers", type=int, default=None, help="Ray actors (default execution.workers or the cores)")
     add_common(b, ["corpus"])
     b.set_defaults(func=run_build)
+    r = isub.add_parser("prepare", help="build the configured embedding backend's model files once per machine "
+                        "(the ONNX export and its calibrated int8 graph, or the distilled static model); "
+                        "`make venv` runs it, so the first index build does not")
+    add_common(r, ["corpus"])
+    r.set_defaults(func=run_prepare)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
     s = sub.add_parser("search", help="search the corpus as of a date")
@@ -50,6 +55,21 @@ def run_build(args: argparse.Namespace) -> int:
           f"(rebuilt {len(summary['rebuilt'])}, unchanged {len(summary['kept'])}{approx}) with {summary['model']} "
           f"[{summary['backend']}] (dim {summary['dim']}, engine {summary['engine']}) in {summary['seconds']} s "
           f"-> {summary['index_dir']}")
+    return 0
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    import time
+
+    from forecast_env.retrieval.dense import Embedder
+
+    embed = section_config(args, "corpus")["embed"]
+    t0 = time.perf_counter()
+    embedder = Embedder.from_config(embed)
+    vecs = embedder.encode_documents(["Prepared once per machine."])  # loads (and if needed builds) the model
+    print(f"embedding backend ready: {embedder.name} [{embedder.backend}"
+          f"{', ' + str(embedder.quantize) if embedder.backend == 'onnx' and embedder.quantize else ''}] "
+          f"(dim {vecs.shape[1]}) in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

@@ -1,21 +1,26 @@
 """Approximate month shards (docs/design.md §3.ann): IVF indexes that stay time-consistent.
 
-Which months: month `i` is served approximately when the months *before* it hold at least
-`index.ann_min_rows` articles. The rule reads only earlier months, which are wholly visible whenever
-any article of month `i` is, so whether a month is approximate never depends on articles after the
-search date (a rule on the month's own size would: its later articles could switch it).
+Which rows: the first `index.ann_min_rows` rows of the corpus (rows are numbered in (day, doc_id)
+order) are always searched exactly; every later row is served by the IVF index of its month. A
+month that starts before that row and ends after it (the first approximate month) gets an IVF over
+its rows from that row on, and keeps its earlier rows exact. The rule reads only row numbers, which
+a later article never changes for an earlier row: whenever a row past the cut-off is visible, every
+row before it is visible too, so whether a visible row is searched exactly or approximately never
+depends on articles after the search date (a rule on a month's own size would: its later articles
+could switch it).
 
 How: an inverted-file index (`IndexIVFScalarQuantizer`, 8-bit codes, or with `index.ann_codes: pq4fs`
-`IndexIVFPQFastScan`, 4-bit product codes; inner product) over the month's
-rows minus the mean vector of the training sample (centred: the lists then split what tells articles
-apart; a query's approximate scores shift by the constant q.mean, so their order is that of q.x and
-the searcher needs no mean). Its centroids, quantizer ranges and mean are trained on a fixed, evenly
-spaced sample of the earlier months' vectors only, so which list an article falls in never depends on later articles;
-graph indexes (HNSW) would, and are not used. A search probes `nprobe` lists under the same row
-range (and hidden-row) selector as an exact search, takes `candidates` rows by approximate score and
-re-ranks them exactly with the month's stored float vectors, so scores equal exact scores.
-`nprobe` and `candidates` are search-time settings: by default a quarter of the lists and 100
-(sq8) or 1,000 (pq4fs) candidates; changing them does not rebuild an index.
+`IndexIVFPQFastScan`, 4-bit product codes; inner product) over the month's covered rows minus the
+mean vector of the training sample (centred: the lists then split what tells articles apart; a
+query's approximate scores shift by the constant q.mean, so their order is that of q.x and the
+searcher needs no mean). Its centroids, quantizer ranges and mean are trained on a fixed, evenly
+spaced sample of the rows *before* the first row it covers (earlier months, and for the first
+approximate month its own rows before the cut-off), so which list an article falls in never depends
+on later articles; graph indexes (HNSW) would, and are not used. A search probes `nprobe` lists under
+the same row range (and hidden-row) selector as an exact search, takes `candidates` rows by
+approximate score and re-ranks them exactly with the month's stored float vectors, so scores equal
+exact scores. `nprobe` and `candidates` are search-time settings (auto: 256 lists, and 100 (sq8) or
+1,000 (pq4fs) candidates); changing them does not rebuild an index.
 """
 
 from __future__ import annotations
@@ -39,10 +44,14 @@ TRAIN_SEED = 1234
 CODES = ("sq8", "pq4fs")
 #: Candidates re-ranked exactly per month when `ann_candidates` is 0 (auto), per kind of codes.
 AUTO_CANDIDATES = {"sq8": 100, "pq4fs": 1000}
-#: Share of a month's lists probed when `ann_nprobe` is 0 (auto). Measured at 5M articles of static
-#: vectors and short queries (benchmarks/RESULTS.md): 32 of 1,024 lists reached recall@10 0.87 on the
-#: IVF months, 256 reached 0.98 (sq8) / 0.97 (pq4fs).
-AUTO_PROBE_SHARE = 0.25
+#: Lists probed when `ann_nprobe` is 0 (auto; all of them when a month has fewer). Measured on a
+#: 1M-row month of the 10M benchmark (static vectors, short queries; benchmarks/RESULTS.md): 256
+#: probed lists reach recall@10 0.96-0.97 against exact with 1,024, 4,096 or 8,192 lists; finer
+#: lists make those 256 cheaper (8,192 lists: 2.5 ms, 4,096: 4.3 ms, 1,024: ~12 ms on one core).
+AUTO_NPROBE = 256
+#: Largest automatic number of lists, and the fewest training rows per list.
+MAX_AUTO_NLIST = 8192
+MIN_POINTS_PER_LIST = 8
 
 
 def _get(cfg: dict[str, Any], key: str) -> Any:
@@ -51,39 +60,60 @@ def _get(cfg: dict[str, Any], key: str) -> Any:
 
 
 def auto_nlist(train_pool: int) -> int:
-    """Lists for an approximate month: the power of two nearest sqrt(rows before it), in [16, 4096]."""
-    return int(min(4096, max(16, 2 ** round(math.log2(max(1.0, math.sqrt(train_pool)))))))
+    """Lists for an approximate month: the power of two nearest 8 x sqrt(rows before it), in
+    [16, MAX_AUTO_NLIST], and at most one list per MIN_POINTS_PER_LIST rows before it. (A month's own
+    size cannot decide: its later articles would change its lists.)"""
+    n = 2 ** round(math.log2(max(1.0, 8.0 * math.sqrt(train_pool))))
+    while n > 16 and n * MIN_POINTS_PER_LIST > train_pool:
+        n //= 2
+    return int(min(MAX_AUTO_NLIST, max(16, n)))
+
+
+def auto_nprobe(nlist: int) -> int:
+    """Lists probed when `ann_nprobe` is 0: AUTO_NPROBE, or every list of a month with fewer."""
+    return int(min(nlist, AUTO_NPROBE))
 
 
 def ann_plan(month_rows: Sequence[int], cfg: dict[str, Any]) -> list[dict[str, Any] | None]:
-    """Per month (in order): None when it is served exactly, else its IVF parameters."""
+    """Per month (in order): None when it is served exactly, else its IVF parameters.
+
+    `start` is the month's first row (local) the IVF covers: 0, or in the month holding global row
+    `ann_min_rows`, that row; `train_end` is the global row before which the training sample is
+    drawn (every row before the first covered one)."""
     min_rows = cfg.get("ann_min_rows", DEFAULTS["ann_min_rows"])
+    cut = int(min_rows) if min_rows is not None and int(min_rows) > 0 else None
     plan: list[dict[str, Any] | None] = []
-    earlier = 0
+    offset = 0
     for rows in month_rows:
-        if min_rows is None or min_rows <= 0 or earlier < int(min_rows) or earlier == 0:
+        rows = int(rows)
+        if cut is None or offset + rows <= cut:
             plan.append(None)
         else:
-            nlist = int(cfg.get("ann_nlist") or auto_nlist(earlier))
-            train = int(min(earlier, int(_get(cfg, "ann_train_per_list")) * nlist))
+            start = max(0, cut - offset)
+            pool = offset + start
+            nlist = int(cfg.get("ann_nlist") or auto_nlist(pool))
+            train = int(min(pool, int(_get(cfg, "ann_train_per_list")) * nlist))
             codes = str(_get(cfg, "ann_codes"))
             if codes not in CODES:
                 raise ConfigError(f"index.ann_codes = {codes!r} is not known; choose one of {', '.join(CODES)}")
-            nprobe = int(_get(cfg, "ann_nprobe")) or max(1, round(nlist * AUTO_PROBE_SHARE))
+            nprobe = int(_get(cfg, "ann_nprobe")) or auto_nprobe(nlist)
             candidates = int(_get(cfg, "ann_candidates")) or AUTO_CANDIDATES[codes]
-            plan.append({"nlist": nlist, "nprobe": nprobe, "candidates": candidates,
-                         "train_rows": max(train, nlist), "centre": True, "codes": codes})
-        earlier += int(rows)
+            params = {"nlist": nlist, "nprobe": nprobe, "candidates": candidates,
+                      "train_rows": max(train, min(nlist, pool)), "centre": True, "codes": codes}
+            if start:  # only the first approximate month keeps rows exact (and so has these keys)
+                params |= {"start": start, "train_end": pool}
+            plan.append(params)
+        offset += rows
     return plan
 
 
-def training_sample(train_paths: Sequence[Path], n: int) -> np.ndarray:
-    """`n` vectors taken at evenly spaced rows across the earlier months' exact shards."""
+def training_sample(train_paths: Sequence[Path], n: int, end: int | None = None) -> np.ndarray:
+    """`n` vectors taken at evenly spaced rows among the first `end` rows (default: all) of the shards."""
     from forecast_env.retrieval.dense import read_index
 
     indexes = [read_index(p) for p in train_paths]
     sizes = np.array([ix.ntotal for ix in indexes], dtype=np.int64)
-    total = int(sizes.sum())
+    total = int(sizes.sum()) if end is None else min(int(end), int(sizes.sum()))
     rows = np.unique(np.linspace(0, total - 1, num=min(n, total)).astype(np.int64))
     starts = np.concatenate([[0], np.cumsum(sizes)])
     parts = []
@@ -95,13 +125,18 @@ def training_sample(train_paths: Sequence[Path], n: int) -> np.ndarray:
 
 
 def build_ivf(out: Path, month_shard: Path, train_paths: Sequence[Path], params: dict[str, Any]) -> dict[str, Any]:
-    """Train on the earlier months, add the month's rows in order, write `out`; return the manifest entry."""
+    """Train on the rows before the first covered one, add the covered rows in order (ids = local rows),
+    write `out`; return the manifest entry.
+
+    `train_paths`: the earlier months' shards, and for a month with `start` > 0 its own shard last
+    (the sample is then drawn from the first `train_end` rows of them)."""
     from forecast_env.retrieval.dense import read_index
     from forecast_env.store import atomic_path
 
     flat = read_index(month_shard)
     d = flat.d
-    train = training_sample(train_paths, int(params["train_rows"]))
+    start = int(params.get("start", 0))
+    train = training_sample(train_paths, int(params["train_rows"]), params.get("train_end"))
     nlist = int(min(params["nlist"], len(train)))
     # centred: lists partition what tells articles apart, not the direction every vector shares
     # (static vectors have a common component of norm ~0.7); raw queries score q.(x - mean) =
@@ -116,14 +151,17 @@ def build_ivf(out: Path, month_shard: Path, train_paths: Sequence[Path], params:
         ivf = faiss.IndexIVFScalarQuantizer(quantizer, d, nlist, faiss.ScalarQuantizer.QT_8bit,
                                             faiss.METRIC_INNER_PRODUCT)
     ivf.cp.seed = TRAIN_SEED
+    ivf.cp.min_points_per_centroid = min(ivf.cp.min_points_per_centroid, MIN_POINTS_PER_LIST)
     ivf.train(np.ascontiguousarray(train - mean))
     step = 1 << 16
-    for start in range(0, flat.ntotal, step):
-        ivf.add(np.ascontiguousarray(flat.reconstruct_n(start, min(step, flat.ntotal - start)) - mean))
+    for a in range(start, flat.ntotal, step):
+        z = min(flat.ntotal, a + step)
+        ivf.add_with_ids(np.ascontiguousarray(flat.reconstruct_n(a, z - a) - mean), np.arange(a, z, dtype=np.int64))
     with atomic_path(out) as tmp:
         faiss.write_index(ivf, str(tmp))
-    return {"kind": "ivf", "nlist": nlist, "nprobe": int(params["nprobe"]), "candidates": int(params["candidates"]),
-            "train_rows": len(train), "codes": codes}
+    entry = {"kind": "ivf", "nlist": nlist, "nprobe": int(params["nprobe"]), "candidates": int(params["candidates"]),
+             "train_rows": len(train), "codes": codes}
+    return entry | ({"start": start} if start else {})
 
 
 def search_ivf(ivf: faiss.Index, flat: faiss.Index, queries: np.ndarray, k: int, sel: Any, nprobe: int,

@@ -260,12 +260,14 @@ class DenseShards:
     """Month shards searched together over a global row range `[lo, hi)` (hidden rows excluded).
 
     A month is searched exactly (its flat shard), or, when `ann[m]` names an IVF index, through it
-    with exact re-ranking (`forecast_env.retrieval.ann`); the row range and hidden rows restrict
-    both before ranking.
+    with exact re-ranking (`forecast_env.retrieval.ann`) for its rows from `ann[m]["start"]` on (the
+    rows before stay exact); the row range and hidden rows restrict both before ranking. With
+    `threads` > 1 the months are searched on that many threads (faiss releases the GIL), so one
+    query's months share the cores; the result is the same.
     """
 
     def __init__(self, paths: Sequence[Path], offsets: np.ndarray, hidden: np.ndarray | None = None,
-                 ann: Sequence[dict[str, Any] | None] | None = None):
+                 ann: Sequence[dict[str, Any] | None] | None = None, threads: int = 1):
         self.paths = list(paths)
         self.offsets = np.asarray(offsets, dtype=np.int64)  # len(paths) + 1
         self.indexes = [read_index(p) for p in self.paths]
@@ -277,11 +279,14 @@ class DenseShards:
         self.ivfs: list[Any] = []
         for spec, flat in zip(self.ann, self.indexes):
             ivf = read_index(Path(spec["path"])) if spec else None
-            if ivf is not None and ivf.ntotal != flat.ntotal:
-                raise WorkspaceError(f"{spec['path']}: {ivf.ntotal} vectors, its month has {flat.ntotal}; "
-                                     f"rebuild with `{REBUILD}`")
+            covered = flat.ntotal - int(spec.get("start", 0)) if spec else 0
+            if ivf is not None and ivf.ntotal != covered:
+                raise WorkspaceError(f"{spec['path']}: {ivf.ntotal} vectors, it should cover {covered} of its "
+                                     f"month's {flat.ntotal}; rebuild with `{REBUILD}`")
             self.ivfs.append(ivf)
         self.dim = self.indexes[0].d if self.indexes else 0
+        self.threads = max(1, int(threads))
+        self._pool: Any = None
         # per month: sorted local ids of hidden rows and a selector excluding them (kept alive here)
         self._hidden: list[np.ndarray] = []
         self._not_hidden: list[Any] = []
@@ -297,23 +302,74 @@ class DenseShards:
 
     @classmethod
     def open_months(cls, index_dir: Path, months: Sequence[dict[str, Any]], offsets: np.ndarray,
-                    hidden: np.ndarray | None = None) -> DenseShards:
-        """The shards of an index's manifest months (exact or IVF as the manifest says)."""
+                    hidden: np.ndarray | None = None, nprobe: int = 0, candidates: int = 0,
+                    threads: int = 1) -> DenseShards:
+        """The shards of an index's manifest months (exact or IVF as the manifest says); `nprobe` and
+        `candidates`, when not 0, replace the manifest's search-time settings."""
         from forecast_env.retrieval.layout import IndexLayout
 
         layout = IndexLayout(index_dir)
-        ann = [{"path": layout.ivf(m["month"]), "nprobe": m["nprobe"], "candidates": m["candidates"]}
+        ann = [{"path": layout.ivf(m["month"]), "nprobe": int(nprobe or m["nprobe"]),
+                "candidates": int(candidates or m["candidates"]), "start": int(m.get("start", 0))}
                if m.get("kind") == "ivf" else None for m in months]
-        return cls([layout.dense(m["month"]) for m in months], offsets, hidden, ann)
+        return cls([layout.dense(m["month"]) for m in months], offsets, hidden, ann, threads)
 
     def close(self) -> None:
-        """Release the mapped shards."""
+        """Release the mapped shards (and the search threads)."""
         self.indexes, self.ivfs = [], []
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def _selector(self, m: int, a: int, z: int, first: int, n: int) -> tuple[Any, list[Any], int]:
+        """The selector of local rows [a, z) of month m minus its hidden rows (None when that is every
+        row the searched index holds, [first, n)), the objects to keep alive while it is used, and
+        the number of eligible rows."""
+        hid = self._hidden[m]
+        n_hidden = int(np.searchsorted(hid, z) - np.searchsorted(hid, a))
+        keep_alive: list[Any] = []
+        sel = None
+        if a > first or z < n:
+            sel = faiss.IDSelectorRange(a, z)
+            keep_alive.append(sel)
+        if n_hidden:
+            not_hidden = self._not_hidden[m][1]
+            sel = faiss.IDSelectorAnd(sel, not_hidden) if sel is not None else not_hidden
+            keep_alive.append(sel)
+        return sel, keep_alive, z - a - n_hidden
+
+    def _search_month(self, m: int, queries: np.ndarray, lo: int, hi: int, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query: (local rows, scores) of month m's best k among its visible rows in [lo, hi)."""
+        from forecast_env.retrieval.ann import search_ivf
+
+        index = self.indexes[m]
+        off, n = int(self.offsets[m]), int(self.offsets[m + 1] - self.offsets[m])
+        a, z = max(lo - off, 0), min(hi - off, n)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        if a >= z:
+            return parts
+        spec = self.ann[m] if self.ivfs[m] is not None else None
+        start = int(spec.get("start", 0)) if spec else n  # rows before `start` are searched exactly
+        if a < min(z, start):  # the exact part
+            sel, keep_alive, eligible = self._selector(m, a, min(z, start), 0, n)
+            if eligible > 0:
+                kk = min(k, eligible)
+                if sel is None:
+                    dist, ids = index.search(queries, kk)
+                else:
+                    dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))
+                parts.append((dist, ids))
+        if spec and max(a, start) < z:  # the approximate part
+            sel, keep_alive, eligible = self._selector(m, max(a, start), z, start, n)
+            if eligible > 0:
+                parts.append(search_ivf(self.ivfs[m], index, queries, min(k, eligible), sel, spec["nprobe"],
+                                        spec["candidates"], eligible))
+        return [(np.concatenate([ids[i][ids[i] >= 0] for _, ids in parts]).astype(np.int64) + off,
+                 np.concatenate([dist[i][ids[i] >= 0] for dist, ids in parts]).astype(np.float64))
+                for i in range(len(queries))] if parts else []
 
     def search(self, queries: np.ndarray, lo: int, hi: int, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: (global rows, scores) of the top-k over visible rows in [lo, hi)."""
-        from forecast_env.retrieval.ann import search_ivf
-
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         nq = len(queries)
         if queries.ndim != 2 or (nq and queries.shape[1] != self.dim):
@@ -321,38 +377,20 @@ class DenseShards:
         rows_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
         score_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
         if k > 0 and nq:
-            for m, index in enumerate(self.indexes):
-                off, n = int(self.offsets[m]), int(self.offsets[m + 1] - self.offsets[m])
-                a, z = max(lo - off, 0), min(hi - off, n)
-                if a >= z:
-                    continue
-                hid = self._hidden[m]
-                n_hidden = int(np.searchsorted(hid, z) - np.searchsorted(hid, a))
-                eligible = z - a - n_hidden
-                if eligible <= 0:
-                    continue
-                keep_alive = []
-                sel = None
-                if a > 0 or z < n:
-                    sel = faiss.IDSelectorRange(a, z)
-                    keep_alive.append(sel)
-                if n_hidden:
-                    not_hidden = self._not_hidden[m][1]
-                    sel = faiss.IDSelectorAnd(sel, not_hidden) if sel is not None else not_hidden
-                    keep_alive.append(sel)
-                kk = min(k, eligible)
-                if self.ivfs[m] is not None:
-                    spec = self.ann[m]
-                    dist, ids = search_ivf(self.ivfs[m], index, queries, kk, sel, spec["nprobe"],
-                                           spec["candidates"], eligible)
-                elif sel is None:
-                    dist, ids = index.search(queries, kk)
-                else:
-                    dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))
-                for i in range(nq):
-                    ok = ids[i] >= 0
-                    rows_parts[i].append(ids[i][ok].astype(np.int64) + off)
-                    score_parts[i].append(dist[i][ok].astype(np.float64))
+            todo = [m for m in range(len(self.indexes))
+                    if max(lo - int(self.offsets[m]), 0) < min(hi - int(self.offsets[m]), int(self.offsets[m + 1] - self.offsets[m]))]
+            if self.threads > 1 and len(todo) > 1:
+                if self._pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dense")
+                results = list(self._pool.map(lambda m: self._search_month(m, queries, lo, hi, k), todo))
+            else:
+                results = [self._search_month(m, queries, lo, hi, k) for m in todo]
+            for res in results:
+                for i, (rows, scores) in enumerate(res):
+                    rows_parts[i].append(rows)
+                    score_parts[i].append(scores)
         out = []
         for i in range(nq):
             if not rows_parts[i]:

@@ -19,6 +19,7 @@ Index layout: the public contract in `forecast_env.retrieval.layout` (written by
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -140,6 +141,19 @@ def hidden_flags(value: bool | Iterable[str]) -> tuple[str, ...]:
     return names
 
 
+def search_threads(value: Any, months: list[dict[str, Any]]) -> int:
+    """Threads one search uses (`retrieval.search_threads`): the value, or with 0 / None (auto) the
+    machine's cores up to 4 when the index has approximate months (a large corpus, where one query
+    scans many months), else 1 (small corpora gain nothing; many env processes share the cores)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"retrieval.search_threads = {value!r}: give a whole number of threads (0: auto)")
+    if value:
+        return int(value)
+    if any(m.get("kind") == "ivf" for m in months):
+        return max(1, min(4, os.cpu_count() or 1))
+    return 1
+
+
 _MAPPED = ("bm25", "dense", "days", "flags", "doc_hash", "doc_row", "visible")
 
 
@@ -176,7 +190,14 @@ class Searcher:
         hidden = hidden_rows if hide else None
         self.visible = ~hidden_rows
         self.bm25 = BM25Index(self.index_dir / "bm25", hidden, self.retrieval["bm25_k1"], self.retrieval["bm25_b"])
-        self.dense = DenseShards.open_months(self.index_dir, self.months, self.offsets, hidden)
+        index_cfg = config.get("index") or {}
+        self.threads = search_threads(self.retrieval.get("search_threads"), self.months)
+        # nprobe / candidates are search-time settings: the config's, when set, else the manifest's
+        self.dense = DenseShards.open_months(self.index_dir, self.months, self.offsets, hidden,
+                                             nprobe=int(index_cfg.get("ann_nprobe") or 0),
+                                             candidates=int(index_cfg.get("ann_candidates") or 0),
+                                             threads=self.threads)
+        self._bg: Any = None  # the thread that runs the dense half of a hybrid search
         self._texts: dict[int, pa.Table] = {}
         self._embedder = embedder
         self.snapshot_id: str | None = manifest.get("snapshot_id")
@@ -275,11 +296,21 @@ class Searcher:
                 vectors: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         dense_res: list[Any] = [None] * len(queries)
         bm25_res: list[Any] = [None] * len(queries)
+        pending = None
         if mode in ("dense", "hybrid") and hi > lo:
-            vecs = vectors if vectors is not None else self.embedder.encode_queries(queries)
-            dense_res = self.dense.search(np.asarray(vecs, dtype=np.float32), lo, hi, k)
+            vecs = np.asarray(vectors if vectors is not None else self.embedder.encode_queries(queries), dtype=np.float32)
+            if mode == "hybrid" and self.threads > 1:  # dense months on the pool while BM25 runs here
+                if self._bg is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._bg = ThreadPoolExecutor(1, thread_name_prefix="hybrid")
+                pending = self._bg.submit(self.dense.search, vecs, lo, hi, k)
+            else:
+                dense_res = self.dense.search(vecs, lo, hi, k)
         if mode in ("bm25", "hybrid") and hi > lo:
             bm25_res = [self.bm25.score(tokenize(q), hi, k, start=lo) for q in queries]
+        if pending is not None:
+            dense_res = pending.result()
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         out = []
         for i in range(len(queries)):
@@ -372,6 +403,11 @@ class Searcher:
     def close(self) -> None:
         """Drop the memory-mapped index files (text shards, postings, dense shards, row arrays)."""
         self._texts.clear()
+        if "dense" in self.__dict__:
+            self.dense.close()
+        if self.__dict__.get("_bg") is not None:
+            self._bg.shutdown(wait=False)
+            self._bg = None
         for name in _MAPPED:
             self.__dict__.pop(name, None)
 
