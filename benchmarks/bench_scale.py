@@ -5,6 +5,7 @@ Two commands, each resumable and separately runnable (the data stays under ROOT,
 
     nice -n 19 .venv/bin/python benchmarks/bench_scale.py build --root /work/scale/10m --rows 10000000 --months 10
     .venv/bin/python benchmarks/bench_scale.py query --root /work/scale/10m --queries 200 [--alt-codes pq4fs]
+    .venv/bin/python benchmarks/bench_scale.py lists --root /work/scale/10m --month 2024-10   (lists x codes)
 
 `build --upto N` generates and indexes the first N months only: a complete, searchable index of
 N x rows/months articles; a later `build` with a larger N (or none) adds the remaining months.
@@ -467,6 +468,68 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
     return out
 
 
+def lists(root: Path, month: str, variants: list[str], n_queries: int, nprobes: tuple[int, ...]) -> dict[str, Any]:
+    """One month's IVF built several ways (lists x codes), each trained like the index build (an even
+    sample of the earlier months, centred), swept over nprobe on one thread, warm: recall@10 against
+    the month's exact top 10 and p50 of IVF search + exact re-ranking of 100 candidates."""
+    import faiss
+
+    from forecast_env.retrieval.ann import training_sample
+    from forecast_env.retrieval.dense import Embedder, read_index
+    from forecast_env.retrieval.layout import IndexLayout
+
+    faiss.omp_set_num_threads(1)
+    layout = IndexLayout(root / "ws" / "index")
+    manifest = json.loads(layout.manifest.read_text())
+    names = [m["month"] for m in manifest["months"]]
+    earlier = [layout.dense(m) for m in names[: names.index(month)]]
+    flat = read_index(layout.dense(month))
+    queries = TextModel.from_static_model().queries(np.random.default_rng([SEED, 99]), n_queries)
+    vecs = np.ascontiguousarray(Embedder(backend="static").encode_queries(queries), dtype=np.float32)
+    _, truth = flat.search(vecs, 10)
+    out: dict[str, Any] = {"month": month, "rows": int(flat.ntotal), "queries": n_queries}
+    t0 = time.perf_counter()
+    flat.search(vecs[:20], 10)
+    out["exact scan of the month, ms per query"] = round((time.perf_counter() - t0) / 20 * 1000, 2)
+    for variant in variants:  # e.g. sq8:8192, sq4:4096, rabitq:1024
+        codes, nlist = variant.split(":")[0], int(variant.split(":")[1])
+        path = root / "lists" / f"{month}.{codes}.{nlist}.faiss"
+        if not path.exists():
+            train = training_sample(earlier, min(32 * nlist, 300_000))
+            mean = train.mean(0, keepdims=True)
+            quantizer = faiss.IndexFlatIP(flat.d)
+            if codes == "rabitq":  # 1-bit RaBitQ codes, fast-scan kernels
+                ivf = faiss.IndexIVFRaBitQFastScan(quantizer, flat.d, nlist, faiss.METRIC_INNER_PRODUCT)
+            else:
+                qt = {"sq8": faiss.ScalarQuantizer.QT_8bit, "sq4": faiss.ScalarQuantizer.QT_4bit}[codes]
+                ivf = faiss.IndexIVFScalarQuantizer(quantizer, flat.d, nlist, qt, faiss.METRIC_INNER_PRODUCT)
+            ivf.cp.seed = 1234
+            ivf.train(np.ascontiguousarray(train - mean))
+            for a in range(0, flat.ntotal, 1 << 16):
+                ivf.add(np.ascontiguousarray(flat.reconstruct_n(a, min(1 << 16, flat.ntotal - a)) - mean))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            faiss.write_index(ivf, str(path))
+        ivf = read_index(path)
+        for nprobe in nprobes:
+            params = faiss.SearchParametersIVF()
+            params.nprobe = nprobe
+            cand = 100 if codes != "rabitq" else 1000  # 1-bit estimates need more candidates
+            for rnd in range(2):  # the first round warms the pages
+                got, lat = [], []
+                for i in range(len(vecs)):
+                    t1 = time.perf_counter()
+                    _, ids = ivf.search(vecs[i:i + 1], cand, params=params)
+                    ids = ids[0][ids[0] >= 0]
+                    exact = flat.reconstruct_batch(ids) @ vecs[i]
+                    got.append(ids[np.argsort(-exact)[:10]])
+                    lat.append(time.perf_counter() - t1)
+            out[f"{codes}, {nlist} lists, nprobe {nprobe}"] = {
+                "recall@10": round(float(np.mean([len(set(g.tolist()) & set(t.tolist())) / 10
+                                                  for g, t in zip(got, truth)])), 3),
+                "p50_ms": round(float(np.median(lat)) * 1000, 2)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -485,10 +548,20 @@ def main() -> None:
     q.add_argument("--alt-codes", choices=("pq4fs", "sq8"), default=None,
                    help="also sweep the IVF months rebuilt with these codes (built once under ROOT/alt_CODES)")
     q.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    lp = sub.add_parser("lists", help="one month's IVF built several ways (lists, codes), swept over nprobe")
+    lp.add_argument("--root", type=Path, default=Path("/work/scale/10m"))
+    lp.add_argument("--month", default="2024-10")
+    lp.add_argument("--variants", default="sq8:1024,sq8:4096,sq8:8192,sq4:4096,rabitq:4096",
+                    help="comma-separated CODES:NLIST (codes: sq8, sq4, rabitq); built once under ROOT/lists")
+    lp.add_argument("--queries", type=int, default=100)
+    lp.add_argument("--nprobe", default="64,128,256,512")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.cmd == "build":
         print(json.dumps(build(args.root, args.rows, args.months, args.upto, args.stage), indent=1))
+    elif args.cmd == "lists":
+        print(json.dumps(lists(args.root, args.month, args.variants.split(","), args.queries,
+                               tuple(int(x) for x in args.nprobe.split(","))), indent=1))
     elif args.child:
         print(json.dumps(query(args.root, args.queries, args.exact_queries, args.alt_codes)))
     else:

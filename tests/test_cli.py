@@ -114,3 +114,12 @@ def test_run_applies_env_overrides(micro_events, capsys):
     assert code == 0, capsys.readouterr().err
     rec = json.loads((micro_events / "runs" / "cli-set" / "run.json").read_text())
     assert rec["config"]["env"]["max_calls_per_date"] == 3 and rec["config"]["env"]["memory"] is False
+
+
+def test_index_prepare_builds_the_configured_backend(capsys):
+    """`index prepare` (run by `make venv`) loads the configured embedding backend, building its cached
+    model files when they are missing, and names what it prepared; a bad backend is exit status 2."""
+    assert main(["index", "prepare", "--set", "embed.backend=static"]) == 0
+    out = capsys.readouterr().out
+    assert "embedding backend ready" in out and "[static]" in out and "dim 256" in out
+    assert main(["index", "prepare", "--set", "embed.backend=nope"]) == 2
