@@ -104,3 +104,112 @@ def test_bm25_equals_oracle_on_eligible_prefix(store, offset, words, hide):
 def test_stopword_only_query_matches_nothing(store):
     root, _ = store
     assert Searcher.open(root).search("the and of", "2025-05-01", mode="bm25") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the pruned search (MaxScore) equals the exhaustive one bit for bit
+# ---------------------------------------------------------------------------------------------
+
+#: Words drawn with repeats, so that document frequencies are skewed (ka common, kf..kj rare).
+SKEWED = ["ka"] * 12 + ["kb"] * 6 + ["kc"] * 4 + ["kd"] * 3 + ["ke"] * 2 + ["kf", "kg", "kh", "ki", "kj"]
+WORDS = sorted(set(SKEWED))
+
+
+def bm25_index(directory, docs, hidden=None, k1=1.2, b=0.75, split=None):
+    """A BM25Index over `docs` (token lists, one per row) built as two months split at `split`.
+
+    It prunes however few postings a query has (the default scores small queries exhaustively).
+    """
+    import numpy as np
+
+    from forecast_env.retrieval.bm25 import BM25Index, build_global_postings
+
+    texts = [" ".join(d) for d in docs]
+    split = len(texts) // 2 if split is None else split
+    build_global_postings(directory, [build_month_postings(texts[:split]), build_month_postings(texts[split:])])
+    index = BM25Index(directory, None if hidden is None else np.asarray(hidden, dtype=bool), k1=k1, b=b)
+    index.prune_min_postings = 0
+    return index
+
+
+def assert_same_as_exhaustive(index, tokens, end, k, start=0):
+    rows, scores = index.score(tokens, end, k, start=start)
+    ref_rows, ref_scores = index._score_exhaustive(tokens, end, k, start=start)
+    assert rows.dtype == ref_rows.dtype and scores.dtype == ref_scores.dtype
+    assert rows.tolist() == ref_rows.tolist()
+    assert scores.tobytes() == ref_scores.tobytes()  # bit for bit, not approximately
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(st.lists(st.sampled_from(SKEWED), max_size=14), min_size=1, max_size=70),
+    params=st.tuples(st.sampled_from([1.2, 0.0, 0.5, 2.0]), st.sampled_from([0.75, 0.0, 1.0])),
+    data=st.data(),
+)
+def test_pruned_score_equals_exhaustive(docs, params, data):
+    import tempfile
+    from pathlib import Path
+
+    n = len(docs)
+    hidden = data.draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n), label="hidden")
+    split = data.draw(st.integers(0, n), label="split")
+    queries = data.draw(st.lists(st.tuples(
+        st.lists(st.sampled_from([*WORDS, "zz"]), max_size=6),  # repeats weigh; zz is in no row
+        st.integers(0, n), st.integers(0, n), st.integers(1, n + 3)), min_size=1, max_size=6), label="queries")
+    with tempfile.TemporaryDirectory() as tmp:
+        index = bm25_index(Path(tmp), docs, hidden, *params, split=split)
+        # several queries on one index: the hidden counts it keeps per term serve later prefixes
+        for tokens, end, start, k in queries:
+            assert_same_as_exhaustive(index, tokens, end, k, start=min(start, end))
+            assert_same_as_exhaustive(index, tokens, end, k, start=start)
+
+
+def test_pruned_score_stops_early_and_expands_on_a_seeded_corpus(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    weights = np.array([SKEWED.count(w) for w in WORDS], dtype=float)
+    docs = [list(rng.choice(WORDS, size=int(rng.integers(1, 25)), p=weights / weights.sum())) for _ in range(3000)]
+    index = bm25_index(tmp_path, docs, hidden=rng.random(len(docs)) < 0.05)
+    plans = []
+    for _ in range(200):
+        tokens = list(rng.choice([*WORDS, "zz"], size=int(rng.integers(1, 6))))
+        end = int(rng.integers(1, len(docs) + 1))
+        start = int(rng.integers(0, end)) if rng.random() < 0.3 else 0
+        k = int(rng.choice([1, 5, 10, 100]))
+        assert_same_as_exhaustive(index, tokens, end, k, start=start)
+        plans.append(index._score_pruned(tokens, end, k, start=start)[2])
+    # both ways are exercised: candidates from the rarest terms only, and every term's rows
+    assert any(used < matched for used, matched in plans)
+    assert any(1 < used == matched for used, matched in plans)
+
+
+def test_pruning_keeps_a_row_without_the_rare_term(tmp_path):
+    # kb is the rarer term, so its rows are the first candidates; but ka, asked three times, adds
+    # more than any kb row scores: the best row (a short one full of ka) has no kb at all
+    docs = [["kb", "kc", "kc", "kc", "kc", "kc", "kc"], ["kb", "kc", "kc", "kc", "kc", "kc"]]
+    docs += [["ka", "kc", "kc", "kc"] for _ in range(8)] + [["ka", "ka", "ka"]] + [["kc"] for _ in range(30)]
+    index = bm25_index(tmp_path, docs)
+    tokens = ["kb", "ka", "ka", "ka"]
+    rows, _ = index.score(tokens, len(docs), 1)
+    assert docs[int(rows[0])] == ["ka", "ka", "ka"]
+    assert index._score_pruned(tokens, len(docs), 1)[2] == (2, 2)  # the rare term alone did not suffice
+    for k in (1, 2, 3, 11, 50):
+        assert_same_as_exhaustive(index, tokens, len(docs), k)
+
+
+def test_pruning_needs_a_strict_margin_on_ties(tmp_path):
+    # k1 = 0: a term adds exactly its bound, so the row outside the candidates (row 0, kb only)
+    # ties with the best candidate (row 1, ka only) and wins the tie by its smaller row
+    index = bm25_index(tmp_path, [["kb"], ["ka"], ["kc"]], k1=0.0, split=3)
+    rows, scores = index.score(["ka", "kb"], 3, 1)
+    assert rows.tolist() == [0]
+    assert_same_as_exhaustive(index, ["ka", "kb"], 3, 1)
+
+
+def test_pruning_stops_at_the_rare_term_when_the_common_one_cannot_catch_up(tmp_path):
+    docs = [["ka", "kc"] for _ in range(200)] + [["ka", "kb", "kb"], ["kb", "kc"]]
+    index = bm25_index(tmp_path, docs)
+    rows, scores, plan = index._score_pruned(["ka", "kb"], len(docs), 2)
+    assert plan == (1, 2) and sorted(rows.tolist()) == [200, 201]
+    assert_same_as_exhaustive(index, ["ka", "kb"], len(docs), 2)

@@ -8,6 +8,11 @@ prefix sum divided by `P`: no article after the date changes any score.
 When leak-flagged articles are hidden, they are excluded from the hits *and* from the statistics
 (N, df, avgdl are over the eligible visible articles), so a hidden article cannot change a score.
 
+`BM25Index.score` is exact but does not score every matching row (MaxScore, `_score_pruned`): the
+rows of the rarest query terms are the candidates, and they provably hold the top k once the other
+terms' most possible contributions add up to less than the k-th best candidate. It returns the same
+rows and floats as `_score_exhaustive` (every posting scored), bit for bit.
+
 Files (all `.npy`, memory-mapped when searched):
     month level  WS/index/bm25/YYYY-MM/{terms.txt, indptr.npy, rows.npy, tfs.npy, doclen.npy}
     global       WS/index/bm25/{indptr, rows, tfs, doclen, term_hash, term_id, term_off}.npy
@@ -21,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -31,6 +37,15 @@ from forecast_env.retrieval.tokenize import tokenize
 GLOBAL_FILES = ("indptr", "rows", "tfs", "doclen", "term_hash", "term_id", "term_off")
 #: Rows per block of the as-of prefix sums (N and total length) kept in memory by BM25Index.
 PREFIX_BLOCK = 1024
+#: Relative slack of the pruned search's comparisons: its bounds and partial sums add floats in other
+#: orders than a score does, so may round a few ulps below it.
+BOUND_SLACK = 1e-9
+#: Queries with fewer postings in [start, end) than this are scored exhaustively: below it, that is
+#: faster than pruning (measured on the 10M-article scale store, benchmarks/bench_bm25.py).
+PRUNE_MIN_POSTINGS = 20_000
+#: Candidates scored in full first (at least 4 k), the best by their rare terms' partial scores: the
+#: k-th best of their scores is the threshold that rows must beat to stay candidates.
+SAMPLE_ROWS = 1024
 
 
 def term_hash(term: str) -> int:
@@ -167,8 +182,21 @@ def build_global_postings(directory: Path, months: Sequence[MonthPostings | Path
     return {"terms": len(terms), "postings": total, "rows": len(doclen)}
 
 
+@dataclass(slots=True)
+class QueryTerm:
+    """A query term as one `BM25Index.score` call sees it: its postings in [start, end) and weight."""
+
+    slot: int  # its place in Counter(tokens): a row's score adds the terms' summands in this order
+    wt: np.float64  # query count * idf as of the prefix
+    ub: float  # the most it adds to a score: wt * (k1 + 1)
+    lo: int  # its postings in rows [start, end) are rows[lo:hi]
+    hi: int
+
+
 class BM25Index:
     """The global BM25 index opened read-only (memory-mapped) for as-of-date scoring."""
+
+    prune_min_postings: int = PRUNE_MIN_POSTINGS
 
     def __init__(self, directory: Path, hidden: np.ndarray | None, k1: float = 1.2, b: float = 0.75):
         self.directory = Path(directory)
@@ -186,6 +214,13 @@ class BM25Index:
         # (an int64 per row was 80 MB at 10M articles); a prefix adds the < PREFIX_BLOCK rows after
         # its block start at query time
         self._len_blocks, self._vis_blocks = self._block_sums()
+        # hidden rows among all postings of each term a query needed them for (so that a long as-of
+        # prefix counts its short rest instead): ~100 bytes per term ever asked, not per term indexed
+        self._hidden_per_term: dict[int, int] = {}
+        # plain ndarray views of the same maps for the pruned search: np.memmap's Python-level
+        # __getitem__ costs microseconds a slice, dozens of times a query (views own no memory)
+        self._maps = SimpleNamespace(**{name: np.asarray(getattr(self, name))
+                                        for name in ("indptr", "rows", "tfs", "doclen")})
 
     def _visible_lengths(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray | None]:
         """Token counts of rows [a, z) with hidden rows at 0, and the visibility mask (None: all)."""
@@ -245,6 +280,188 @@ class BM25Index:
 
         Returns (rows int64, scores float64) ordered by score descending, ties by row (= day, doc_id).
         """
+        rows, scores, _ = self._score_pruned(tokens, end, k, start)
+        return rows, scores
+
+    def _score_pruned(self, tokens: Sequence[str], end: int, k: int,
+                      start: int = 0) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+        """`score`, and (terms whose rows were candidates, terms with postings in [start, end)).
+
+        The rows and float scores of `_score_exhaustive` bit for bit, without scoring every matching
+        row (MaxScore): a term adds at most `ub = weight * idf * (k1 + 1)` to a score. The candidates
+        are the rows of the rarest terms, each scored in full (the other terms' postings are
+        binary-searched for it). When the other terms' bounds add up to less than the k-th best
+        candidate score, no other row can enter the top k; else the next rarest term joins the
+        candidates, and with all terms in, every matching row is one. A row's score adds its terms'
+        summands in query order (`Counter(tokens)`), as `_score_exhaustive` does.
+        """
+        n_docs, total_len = self.prefix_stats(end)
+        if n_docs == 0 or k <= 0 or not tokens:
+            return *_no_hits(), (0, 0)
+        avgdl = total_len / n_docs
+        terms = self._query_terms(tokens, end, start, n_docs)
+        if not terms:
+            return *_no_hits(), (0, 0)
+        # the bound needs tf * (k1 + 1) / (tf + k1 * norm) <= k1 + 1: k1 >= 0 and a length norm >= 0;
+        # few postings are scored sooner than pruned (the pruning's numpy calls cost more)
+        if (len(terms) > 1 and self.k1 >= 0 and 0 <= self.b <= 1
+                and sum(t.hi - t.lo for t in terms) >= self.prune_min_postings):
+            # rare terms first: their rows are few, and the terms left out (common, low idf) have the
+            # smallest bounds
+            order = sorted(terms, key=lambda t: (t.hi - t.lo, -t.ub))
+            for j in range(1, len(terms)):
+                if sum(t.hi - t.lo for t in order[:j]) < k:
+                    continue  # fewer than k candidates: a row outside them is in the top k
+                found = self._top_k_of_candidates(order[:j], order[j:], k, avgdl)
+                if found is not None:
+                    return *found, (j, len(terms))
+        return *self._score_union(terms, k, avgdl), (len(terms), len(terms))
+
+    def _query_terms(self, tokens: Sequence[str], end: int, start: int, n_docs: int) -> list[QueryTerm]:
+        """The query's terms with postings in [start, end), in query order, with their as-of idf."""
+        out = []
+        for slot, (term, weight) in enumerate(Counter(tokens).items()):
+            tid = self.lookup(term)
+            if tid < 0:
+                continue
+            lo, hi = int(self._maps.indptr[tid]), int(self._maps.indptr[tid + 1])
+            rows = self._maps.rows[lo:hi]
+            cut = int(np.searchsorted(rows, end))
+            first = int(np.searchsorted(rows[:cut], start)) if start > 0 else 0
+            df = cut - self._hidden_postings(tid, lo, hi, cut)
+            if df == 0 or first == cut:
+                continue
+            idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+            wt = weight * idf
+            out.append(QueryTerm(slot=slot, wt=wt, ub=float(wt) * (self.k1 + 1.0), lo=lo + first, hi=lo + cut))
+        return out
+
+    def _hidden_postings(self, tid: int, lo: int, hi: int, cut: int) -> int:
+        """Hidden rows among the first `cut` postings of term `tid` (rows[lo:hi])."""
+        if self.hidden is None:
+            return 0
+        rows = self._maps.rows[lo:hi]
+        if 2 * cut <= hi - lo:
+            return int(np.count_nonzero(self.hidden[rows[:cut]]))
+        # a long prefix: the term's total (counted once, then kept) less the short rest
+        total = self._hidden_per_term.get(tid)
+        if total is None:
+            total = self._hidden_per_term[tid] = int(np.count_nonzero(self.hidden[rows]))
+        return total - int(np.count_nonzero(self.hidden[rows[cut:]]))
+
+    def _contribution(self, wt: np.float64, tfs: np.ndarray, dl: np.ndarray, avgdl: float) -> np.ndarray:
+        """A term's summands of the scores of rows with term frequencies `tfs` and lengths `dl`."""
+        k1, b = self.k1, self.b
+        tf = tfs.astype(np.float64)
+        # wt * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl)), as in _score_exhaustive,
+        # operation for operation (the same floats), in place
+        norm = dl.astype(np.float64)
+        norm *= b
+        norm /= avgdl
+        norm += 1.0 - b
+        norm *= k1
+        norm += tf
+        tf *= wt
+        tf *= k1 + 1.0
+        tf /= norm
+        return tf
+
+    def _postings(self, t: QueryTerm) -> tuple[np.ndarray, np.ndarray]:
+        """Visible rows (ascending) and term frequencies of a query term in [start, end)."""
+        rows, tfs = self._maps.rows[t.lo:t.hi], self._maps.tfs[t.lo:t.hi]
+        if self.hidden is not None:
+            shown = ~self.hidden[rows]
+            if not shown.all():
+                rows, tfs = rows[shown], tfs[shown]
+        return rows, tfs
+
+    def _lookup(self, t: QueryTerm, rows: np.ndarray, dl: np.ndarray, avgdl: float) -> np.ndarray:
+        """Term `t`'s summands for visible ascending `rows` of lengths `dl` (0 where a row lacks it)."""
+        postings = self._maps.rows[t.lo:t.hi]
+        pos = np.searchsorted(postings, rows)  # rows have the postings' dtype: no converted copy
+        hit = postings[np.minimum(pos, len(postings) - 1)] == rows
+        out = np.zeros(len(rows), np.float64)
+        out[hit] = self._contribution(t.wt, self._maps.tfs[t.lo + pos[hit]], dl[hit], avgdl)
+        return out
+
+    def _union(self, terms: list[QueryTerm], avgdl: float) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+        """Rows (ascending) holding any of `terms`, their lengths, and each term's summands per row."""
+        parts = [self._postings(t) for t in terms]
+        if len(parts) == 1:
+            rows, where = parts[0][0], [slice(None)]
+        else:
+            rows, order, new = _merge([p[0] for p in parts])
+            at = np.empty(len(order), np.int64)
+            at[order] = np.cumsum(new) - 1
+            where = np.split(at, np.cumsum([len(p[0]) for p in parts[:-1]]))
+        dl = self._maps.doclen[rows]
+        cols = {}
+        for t, (_, tfs), w in zip(terms, parts, where):
+            col = np.zeros(len(rows), np.float64)
+            col[w] = self._contribution(t.wt, tfs, dl[w], avgdl)
+            cols[t.slot] = col
+        return rows, dl, cols
+
+    def _top_k_of_candidates(self, ess: list[QueryTerm], rest: list[QueryTerm], k: int,
+                             avgdl: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The top k when the rows of the `ess` terms provably hold it, else None.
+
+        The candidates with the best partial scores (over `ess`) are scored in full first: their k-th
+        best score `theta` is at most the final k-th. A row outside the candidates scores at most the
+        sum of the `rest` bounds: unless that is below `theta`, return None. Before each `rest` term's
+        lookup, a candidate whose partial score plus the bounds still to add is below `theta` is dropped.
+        """
+        rows, dl, cols = self._union(ess, avgdl)
+        if len(rows) < k:
+            return None
+        partial = np.zeros(len(rows), np.float64)
+        for col in cols.values():
+            partial += col
+        m = min(len(rows), max(SAMPLE_ROWS, 4 * k))
+        pick = np.sort(np.argpartition(partial, len(rows) - m)[len(rows) - m:]) if m < len(rows) else slice(None)
+        s_rows, s_dl = rows[pick], dl[pick]
+        s_cols = {slot: col[pick] for slot, col in cols.items()}
+        for t in rest:
+            s_cols[t.slot] = self._lookup(t, s_rows, s_dl, avgdl)
+        s_scores = _add_in_query_order(s_cols)
+        theta = float(np.partition(s_scores, len(s_scores) - k)[len(s_scores) - k])
+        # bounds and partial sums add floats in other orders than a score: the slack keeps each
+        # comparison on the safe side of their rounding
+        if not sum(t.ub for t in rest) * (1.0 + BOUND_SLACK) < theta:
+            return None
+        rest = sorted(rest, key=lambda t: -t.ub)  # the largest summands first: the most rows dropped
+        for i, t in enumerate(rest):
+            keep = (partial + sum(u.ub for u in rest[i:])) * (1.0 + BOUND_SLACK) >= theta
+            if not keep.all():
+                rows, dl, partial = rows[keep], dl[keep], partial[keep]
+                cols = {slot: col[keep] for slot, col in cols.items()}
+            cols[t.slot] = self._lookup(t, rows, dl, avgdl)
+            partial += cols[t.slot]
+        return top_k(rows.astype(np.int64), _add_in_query_order(cols), k)
+
+    def _score_union(self, terms: list[QueryTerm], k: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every visible row in [start, end) holding a term, scored: the top k of all of them."""
+        parts_rows, parts_scores = [], []
+        for t in terms:
+            rows, tfs = self._postings(t)
+            if len(rows):
+                parts_rows.append(rows)
+                parts_scores.append(self._contribution(t.wt, tfs, self._maps.doclen[rows], avgdl))
+        if not parts_rows:
+            return _no_hits()
+        if len(parts_rows) == 1:
+            return top_k(parts_rows[0].astype(np.int64), parts_scores[0], k)
+        rows, order, new = _merge(parts_rows)
+        # the merge is stable: a row's summands stay in query order, and bincount adds them in order
+        scores = np.bincount(np.cumsum(new) - 1, weights=np.concatenate(parts_scores)[order])
+        return top_k(rows.astype(np.int64), scores, k)
+
+    def _score_exhaustive(self, tokens: Sequence[str], end: int, k: int,
+                          start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """`score` computed plainly: every posting of every term scored, the union by np.unique.
+
+        The reference that `score` equals bit for bit (tests/test_bm25.py, benchmarks/bench_bm25.py).
+        """
         n_docs, total_len = self.prefix_stats(end)
         if n_docs == 0 or k <= 0 or not tokens:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
@@ -295,6 +512,34 @@ class BM25Index:
                 cand, inv = np.unique(all_rows, return_inverse=True)
                 scores = np.bincount(inv, weights=all_scores)
         return top_k(cand, scores, k)
+
+
+def _no_hits() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, np.int64), np.zeros(0, np.float64)
+
+
+def _merge(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union of ascending row arrays: (its rows, the stable sort order of the concatenation, and
+    which sorted entries start a new row)."""
+    merged = np.concatenate(parts)
+    # each part is ascending: timsort merges the runs where np.unique would sort from scratch
+    order = np.argsort(merged, kind="stable")
+    ranked = merged[order]
+    new = np.empty(len(ranked), bool)
+    new[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=new[1:])
+    return ranked[new], order, new
+
+
+def _add_in_query_order(cols: dict[int, np.ndarray]) -> np.ndarray:
+    """Scores from per-term summands (0 where a row lacks the term), added in query order from 0.0.
+
+    Adding 0.0 changes no float, so each row's sum is the one bincount forms over its postings alone.
+    """
+    scores = np.zeros(len(next(iter(cols.values()))), np.float64)
+    for slot in sorted(cols):
+        scores += cols[slot]
+    return scores
 
 
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
