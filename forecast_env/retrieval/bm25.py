@@ -388,19 +388,28 @@ class BM25Index:
         """Rows (ascending) holding any of `terms`, their lengths, and each term's summands per row."""
         parts = [self._postings(t) for t in terms]
         if len(parts) == 1:
-            rows, where = parts[0][0], [slice(None)]
-        else:
-            rows, order, new = _merge([p[0] for p in parts])
-            at = np.empty(len(order), np.int64)
-            at[order] = np.cumsum(new) - 1
-            where = np.split(at, np.cumsum([len(p[0]) for p in parts[:-1]]))
+            rows, tfs = parts[0]
+            dl = self._maps.doclen[rows]
+            return rows, dl, {terms[0].slot: self._contribution(terms[0].wt, tfs, dl, avgdl)}
+        rows, order, new = _merge([p[0] for p in parts])
+        at = np.empty(len(order), np.int64)
+        at[order] = np.cumsum(new) - 1
         dl = self._maps.doclen[rows]
         cols = {}
-        for t, (_, tfs), w in zip(terms, parts, where):
+        for t, (_, tfs), w in zip(terms, parts, np.split(at, np.cumsum([len(p[0]) for p in parts[:-1]]))):
             col = np.zeros(len(rows), np.float64)
             col[w] = self._contribution(t.wt, tfs, dl[w], avgdl)
             cols[t.slot] = col
         return rows, dl, cols
+
+    def _full_scores(self, rows: np.ndarray, dl: np.ndarray, cols: dict[int, np.ndarray], rest: list[QueryTerm],
+                     at: np.ndarray, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """Rows `at` of the candidates (`rows`, `dl`, their `cols` of summands) and their scores."""
+        summands = {slot: col[at] for slot, col in cols.items()}
+        rows, dl = rows[at], dl[at]
+        for t in rest:
+            summands[t.slot] = self._lookup(t, rows, dl, avgdl)
+        return rows, _add_in_query_order(summands)
 
     def _top_k_of_candidates(self, ess: list[QueryTerm], rest: list[QueryTerm], k: int,
                              avgdl: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -408,36 +417,37 @@ class BM25Index:
 
         The candidates with the best partial scores (over `ess`) are scored in full first: their k-th
         best score `theta` is at most the final k-th. A row outside the candidates scores at most the
-        sum of the `rest` bounds: unless that is below `theta`, return None. Before each `rest` term's
-        lookup, a candidate whose partial score plus the bounds still to add is below `theta` is dropped.
+        sum of the `rest` bounds: unless that is below `theta`, return None. Then the `rest` terms are
+        looked up for the candidates, largest bound first, and a candidate whose partial score plus
+        the bounds still to add is below `theta` drops out; the survivors are scored in full.
         """
         rows, dl, cols = self._union(ess, avgdl)
         if len(rows) < k:
             return None
-        partial = np.zeros(len(rows), np.float64)
-        for col in cols.values():
-            partial += col
+        partial = sum(cols.values()) if len(cols) > 1 else next(iter(cols.values())).copy()
         m = min(len(rows), max(SAMPLE_ROWS, 4 * k))
-        pick = np.sort(np.argpartition(partial, len(rows) - m)[len(rows) - m:]) if m < len(rows) else slice(None)
-        s_rows, s_dl = rows[pick], dl[pick]
-        s_cols = {slot: col[pick] for slot, col in cols.items()}
-        for t in rest:
-            s_cols[t.slot] = self._lookup(t, s_rows, s_dl, avgdl)
-        s_scores = _add_in_query_order(s_cols)
-        theta = float(np.partition(s_scores, len(s_scores) - k)[len(s_scores) - k])
-        # bounds and partial sums add floats in other orders than a score: the slack keeps each
-        # comparison on the safe side of their rounding
+        best = np.sort(np.argpartition(partial, len(rows) - m)[len(rows) - m:]) if m < len(rows) else np.arange(m)
+        sample = self._full_scores(rows, dl, cols, rest, best, avgdl)[1]
+        theta = float(np.partition(sample, len(sample) - k)[len(sample) - k])
+        # bounds and partial sums add floats in other orders than a score and may round a few ulps
+        # below it: the slack keeps each comparison on the safe side
         if not sum(t.ub for t in rest) * (1.0 + BOUND_SLACK) < theta:
             return None
+        need = theta * (1.0 - BOUND_SLACK)
+        live, keys, lens = None, rows, dl  # the surviving candidates (live: their indices; None: all)
         rest = sorted(rest, key=lambda t: -t.ub)  # the largest summands first: the most rows dropped
         for i, t in enumerate(rest):
-            keep = (partial + sum(u.ub for u in rest[i:])) * (1.0 + BOUND_SLACK) >= theta
-            if not keep.all():
-                rows, dl, partial = rows[keep], dl[keep], partial[keep]
-                cols = {slot: col[keep] for slot, col in cols.items()}
-            cols[t.slot] = self._lookup(t, rows, dl, avgdl)
-            partial += cols[t.slot]
-        return top_k(rows.astype(np.int64), _add_in_query_order(cols), k)
+            keep = partial >= need - sum(u.ub for u in rest[i:])
+            # compacting costs ~1/3 of a lookup per row: worth it only when many rows drop out
+            if np.count_nonzero(keep) < 0.75 * len(keep):
+                sel = np.flatnonzero(keep)
+                live = sel if live is None else live[sel]
+                partial, keys, lens = partial[sel], keys[sel], lens[sel]
+            partial += self._lookup(t, keys, lens, avgdl)
+        sel = np.flatnonzero(partial >= need)
+        at = sel if live is None else live[sel]
+        top_rows, scores = self._full_scores(rows, dl, cols, rest, at, avgdl)
+        return top_k(top_rows.astype(np.int64), scores, k)
 
     def _score_union(self, terms: list[QueryTerm], k: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
         """Every visible row in [start, end) holding a term, scored: the top k of all of them."""
