@@ -40,9 +40,9 @@ PREFIX_BLOCK = 1024
 #: Relative slack of the pruned search's comparisons: its bounds and partial sums add floats in other
 #: orders than a score does, so may round a few ulps below it.
 BOUND_SLACK = 1e-9
-#: Queries with fewer postings in [start, end) than this are scored exhaustively: below it, that is
-#: faster than pruning (measured on the 10M-article scale store, benchmarks/bench_bm25.py).
-PRUNE_MIN_POSTINGS = 20_000
+#: Queries with fewer postings in [start, end) than this are scored exhaustively, which is faster there
+#: (10M-article scale store: at 5-10k postings 0.44 ms vs 0.52 ms pruned, at 10-20k 0.73 vs 0.65).
+PRUNE_MIN_POSTINGS = 10_000
 #: Candidates scored in full first (at least 4 k), the best by their rare terms' partial scores: the
 #: k-th best of their scores is the threshold that rows must beat to stay candidates.
 SAMPLE_ROWS = 1024
@@ -196,7 +196,7 @@ class QueryTerm:
 class BM25Index:
     """The global BM25 index opened read-only (memory-mapped) for as-of-date scoring."""
 
-    prune_min_postings: int = PRUNE_MIN_POSTINGS
+    prune_min_postings: int = PRUNE_MIN_POSTINGS  # per index: the tests prune tiny corpora too
 
     def __init__(self, directory: Path, hidden: np.ndarray | None, k1: float = 1.2, b: float = 0.75):
         self.directory = Path(directory)
@@ -375,8 +375,12 @@ class BM25Index:
                 rows, tfs = rows[shown], tfs[shown]
         return rows, tfs
 
+    def _visible(self, rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """The indices `at` into `rows` whose rows are visible."""
+        return at if self.hidden is None else at[~self.hidden[rows[at]]]
+
     def _lookup(self, t: QueryTerm, rows: np.ndarray, dl: np.ndarray, avgdl: float) -> np.ndarray:
-        """Term `t`'s summands for visible ascending `rows` of lengths `dl` (0 where a row lacks it)."""
+        """Term `t`'s summands for ascending `rows` of lengths `dl` (0 where a row lacks it)."""
         postings = self._maps.rows[t.lo:t.hi]
         pos = np.searchsorted(postings, rows)  # rows have the postings' dtype: no converted copy
         hit = postings[np.minimum(pos, len(postings) - 1)] == rows
@@ -385,8 +389,12 @@ class BM25Index:
         return out
 
     def _union(self, terms: list[QueryTerm], avgdl: float) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
-        """Rows (ascending) holding any of `terms`, their lengths, and each term's summands per row."""
-        parts = [self._postings(t) for t in terms]
+        """Rows (ascending) holding any of `terms`, their lengths, and each term's summands per row.
+
+        Hidden rows included: the caller drops them (a visibility check on every candidate costs
+        more than on the few that are scored in full).
+        """
+        parts = [(self._maps.rows[t.lo:t.hi], self._maps.tfs[t.lo:t.hi]) for t in terms]
         if len(parts) == 1:
             rows, tfs = parts[0]
             dl = self._maps.doclen[rows]
@@ -427,6 +435,9 @@ class BM25Index:
         partial = sum(cols.values()) if len(cols) > 1 else next(iter(cols.values())).copy()
         m = min(len(rows), max(SAMPLE_ROWS, 4 * k))
         best = np.sort(np.argpartition(partial, len(rows) - m)[len(rows) - m:]) if m < len(rows) else np.arange(m)
+        best = self._visible(rows, best)
+        if len(best) < k:
+            return None
         sample = self._full_scores(rows, dl, cols, rest, best, avgdl)[1]
         theta = float(np.partition(sample, len(sample) - k)[len(sample) - k])
         # bounds and partial sums add floats in other orders than a score and may round a few ulps
@@ -445,7 +456,7 @@ class BM25Index:
                 partial, keys, lens = partial[sel], keys[sel], lens[sel]
             partial += self._lookup(t, keys, lens, avgdl)
         sel = np.flatnonzero(partial >= need)
-        at = sel if live is None else live[sel]
+        at = self._visible(rows, sel if live is None else live[sel])
         top_rows, scores = self._full_scores(rows, dl, cols, rest, at, avgdl)
         return top_k(top_rows.astype(np.int64), scores, k)
 
