@@ -225,8 +225,8 @@ def timed(timings: Timings, stage: str, fn: Any) -> Any:
 
 #: IVF lists per month (index.ann_nlist): 8,192 for every month. The automatic rule (8 x sqrt of the
 #: rows before the month) gives 8,192 from the second month on, but 2,048 for the first (65,536 rows
-#: before it); measured on one 1M-row month, 8,192 lists reach recall@10 0.97 at nprobe 256 in 2.5 ms,
-#: 1,024 lists the same recall in ~12 ms (RESULTS.md).
+#: before it); measured on one 1M-row month (`lists`), 8,192 lists reach recall@10 0.955 at nprobe 256
+#: in 2.5 ms, 1,024 lists 0.967 in 14 ms (RESULTS.md).
 NLIST = 8192
 #: Rows searched exactly (index.ann_min_rows): the first 65,536 (about two days; 8 training rows per
 #: list of the first month's IVF); every later row, most of the first month included, is in an IVF
