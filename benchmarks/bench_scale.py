@@ -377,7 +377,13 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
     warnings.simplefilter("ignore")
     model = TextModel.from_static_model()
     base = memory()
-    searcher = Searcher.open(root / "ws")
+    from forecast_env.config import load_config
+
+    cfg = load_config("corpus")
+    # what auto gives a process without a thread budget: the cores, up to 4 (this process keeps
+    # OMP_NUM_THREADS=1 so that faiss does not nest its own threads inside the month threads)
+    cfg["retrieval"]["search_threads"] = max(1, min(4, os.cpu_count() or 1))
+    searcher = Searcher.open(root / "ws", cfg)
     searcher.embedder.encode_queries(["warm up"])
     opened = memory()
     exact = DenseShards([searcher.dense.paths[i] for i in range(len(searcher.months))], searcher.offsets,

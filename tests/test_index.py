@@ -281,7 +281,7 @@ def test_ivf_of_a_month_ignores_later_months(ann_stores, tmp_path):
     assert {m: layout.ivf(m).read_bytes() for m in before} == before
 
 
-def test_search_threads_change_nothing_but_speed(ann_stores):
+def test_search_threads_change_nothing_but_speed(ann_stores, monkeypatch):
     """Months searched on 2 threads (and a hybrid search's BM25 beside them) give the same hits as one
     thread; auto (0) uses threads only for an index with approximate months; a bad value is an error."""
     rows, approx_root, exact_root, _, _ = ann_stores
@@ -297,8 +297,12 @@ def test_search_threads_change_nothing_but_speed(ann_stores):
             for q in ("election vote", "oil price storm", "court ruling senate"):
                 one, two = (opened[n].search(q, d, k=10, mode=mode) for n in (1, 2))
                 assert [(h.doc_id, h.score) for h in one] == [(h.doc_id, h.score) for h in two]
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert Searcher.open(approx_root, embedder=emb).threads == max(1, min(4, os.cpu_count() or 1))
     assert Searcher.open(exact_root, embedder=emb).threads == 1
+    # auto stays within the process's compute-thread budget (pool workers get OMP_NUM_THREADS=1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert Searcher.open(approx_root, embedder=emb).threads == 1
     cfg = load_config("corpus")
     cfg["retrieval"]["search_threads"] = -1
     with pytest.raises(ConfigError, match="search_threads"):

@@ -144,14 +144,20 @@ def hidden_flags(value: bool | Iterable[str]) -> tuple[str, ...]:
 def search_threads(value: Any, months: list[dict[str, Any]]) -> int:
     """Threads one search uses (`retrieval.search_threads`): the value, or with 0 / None (auto) the
     machine's cores up to 4 when the index has approximate months (a large corpus, where one query
-    scans many months), else 1 (small corpora gain nothing; many env processes share the cores)."""
+    scans many months), else 1 (small corpora gain nothing). Auto stays within the process's compute
+    thread budget, `OMP_NUM_THREADS` when set: the runner's and the builds' pool workers (and Ray
+    actors) get 1, so many env processes sharing the cores do not multiply threads."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ConfigError(f"retrieval.search_threads = {value!r}: give a whole number of threads (0: auto)")
     if value:
         return int(value)
-    if any(m.get("kind") == "ivf" for m in months):
-        return max(1, min(4, os.cpu_count() or 1))
-    return 1
+    if not any(m.get("kind") == "ivf" for m in months):
+        return 1
+    n = min(4, os.cpu_count() or 1)
+    budget = os.environ.get("OMP_NUM_THREADS", "")
+    if budget.strip().isdigit() and int(budget) > 0:
+        n = min(n, int(budget))
+    return max(1, n)
 
 
 _MAPPED = ("bm25", "dense", "days", "flags", "doc_hash", "doc_row", "visible")
