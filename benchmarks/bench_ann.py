@@ -67,7 +67,7 @@ def build(root: Path, rows: int, months: int, dim: int, float16: bool) -> dict:
         if params is None:
             specs.append(None)
             continue
-        info = build_ivf(root / f"m{m}.ivf", root / f"m{m}.faiss", [root / f"m{i}.faiss" for i in range(m)], params)
+        info = build_ivf(root / f"m{m}.ivf", [root / f"m{i}.faiss" for i in range(m + 1)], params)
         specs.append({"path": str(root / f"m{m}.ivf"), **info})
     t_ivf = time.perf_counter() - t1
     (root / "specs.json").write_text(json.dumps({"per": per, "months": months, "specs": specs}))

@@ -342,9 +342,8 @@ def alt_sweep(root: Path, searcher: Any, codes: str, vecs: np.ndarray, truth: li
             params = {"nlist": month["nlist"], "nprobe": 0, "candidates": 0, "train_rows": month["train_rows"],
                       "centre": True, "codes": codes}
             if start:
-                params |= {"start": start, "train_end": int(searcher.offsets[m]) + start}
-            build_ivf(path, layout.dense(month["month"]),
-                      [layout.dense(x["month"]) for x in searcher.months[: m + (1 if start else 0)]], params)
+                params["start"] = start
+            build_ivf(path, [layout.dense(x["month"]) for x in searcher.months[: m + 1]], params)
         ann.append({"path": path, "nprobe": 0, "candidates": 1000, "start": start})
     return nprobe_sweep((64, 128, 256, 512), searcher.dense.paths, searcher.offsets, ann, hidden, vecs, truth, lo, hi,
                         pct, recall, searcher.threads)

@@ -311,10 +311,7 @@ def _build_ann(layout: IndexLayout, months: list[dict[str, Any]], index_cfg: dic
             out[month] = {k: old[k] for k in ("kind", "ivf_key", "nlist", "train_rows", "codes", "start")
                           if k in old} | {"nprobe": params["nprobe"], "candidates": params["candidates"]}
             continue
-        # trained on every row before the first one it covers: the earlier months, and in the first
-        # approximate month its own rows before index.ann_min_rows
-        train = [layout.dense(m["month"]) for m in months[: i + (1 if params.get("start") else 0)]]
-        info = build_ivf(layout.ivf(month), layout.dense(month), train, params)
+        info = build_ivf(layout.ivf(month), [layout.dense(m["month"]) for m in months[: i + 1]], params)
         out[month] = {"kind": "ivf", "ivf_key": key, **info}
     for m in months:
         if m["month"] not in out:

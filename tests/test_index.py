@@ -153,7 +153,7 @@ def test_ann_plan_reads_only_earlier_rows():
     plan = ann_plan([60, 50, 10, 500], cfg)
     assert plan[0] is None  # rows 0..59: all before row 100
     # rows 60..109: the IVF covers its rows from global row 100 on, trained on rows 0..99
-    assert plan[1]["start"] == 40 and plan[1]["train_end"] == 100 and plan[1]["train_rows"] == 100
+    assert plan[1]["start"] == 40 and plan[1]["train_rows"] == 100
     assert "start" not in plan[2] and "start" not in plan[3]  # wholly after row 100: every row approximate
     # a month's own size never decides what its IVF covers or how it is trained: growing or shrinking
     # the current month changes nothing before it or in it

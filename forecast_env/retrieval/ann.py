@@ -78,8 +78,7 @@ def ann_plan(month_rows: Sequence[int], cfg: dict[str, Any]) -> list[dict[str, A
     """Per month (in order): None when it is served exactly, else its IVF parameters.
 
     `start` is the month's first row (local) the IVF covers: 0, or in the month holding global row
-    `ann_min_rows`, that row; `train_end` is the global row before which the training sample is
-    drawn (every row before the first covered one)."""
+    `ann_min_rows`, that row; the training sample is drawn from every row before it."""
     min_rows = cfg.get("ann_min_rows", DEFAULTS["ann_min_rows"])
     cut = int(min_rows) if min_rows is not None and int(min_rows) > 0 else None
     plan: list[dict[str, Any] | None] = []
@@ -100,8 +99,8 @@ def ann_plan(month_rows: Sequence[int], cfg: dict[str, Any]) -> list[dict[str, A
             candidates = int(_get(cfg, "ann_candidates")) or AUTO_CANDIDATES[codes]
             params = {"nlist": nlist, "nprobe": nprobe, "candidates": candidates,
                       "train_rows": max(train, min(nlist, pool)), "centre": True, "codes": codes}
-            if start:  # only the first approximate month keeps rows exact (and so has these keys)
-                params |= {"start": start, "train_end": pool}
+            if start:  # only the first approximate month keeps rows exact (and so has this key)
+                params["start"] = start
             plan.append(params)
         offset += rows
     return plan
@@ -124,19 +123,19 @@ def training_sample(train_paths: Sequence[Path], n: int, end: int | None = None)
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
-def build_ivf(out: Path, month_shard: Path, train_paths: Sequence[Path], params: dict[str, Any]) -> dict[str, Any]:
-    """Train on the rows before the first covered one, add the covered rows in order (ids = local rows),
-    write `out`; return the manifest entry.
-
-    `train_paths`: the earlier months' shards, and for a month with `start` > 0 its own shard last
-    (the sample is then drawn from the first `train_end` rows of them)."""
+def build_ivf(out: Path, shards: Sequence[Path], params: dict[str, Any]) -> dict[str, Any]:
+    """The IVF of the month whose exact shard is `shards[-1]` (`shards`: every month up to it, in
+    order): trained on every row before the first one it covers (the earlier months, and the month's
+    own rows before `params["start"]`), the covered rows added in order (ids = local rows); written to
+    `out`; returns the manifest entry."""
     from forecast_env.retrieval.dense import read_index
     from forecast_env.store import atomic_path
 
-    flat = read_index(month_shard)
+    flat = read_index(shards[-1])
     d = flat.d
     start = int(params.get("start", 0))
-    train = training_sample(train_paths, int(params["train_rows"]), params.get("train_end"))
+    before = sum(read_index(p).ntotal for p in shards[:-1]) + start
+    train = training_sample(shards, int(params["train_rows"]), before)
     nlist = int(min(params["nlist"], len(train)))
     # centred: lists partition what tells articles apart, not the direction every vector shares
     # (static vectors have a common component of norm ~0.7); raw queries score q.(x - mean) =
