@@ -302,15 +302,21 @@ def test_micro_world_market_quotes_hidden_by_default(micro_index, micro_truth):
         assert ablation.open_article(shown[url], as_of).market_quote
 
 
-def test_date_prefix_search_keeps_the_day_array_dtype(tmp_path):
-    """The as-of prefix is found by binary search with a key of the day array's own dtype: with a
-    Python int numpy converts the whole array on every call (18 ms a search at 10M articles)."""
-    from datetime import date as _date
+def test_date_prefix_search_keeps_the_day_array_dtype(built, monkeypatch):
+    """Every binary search on the day array (the as-of prefix, an evidence window's start) uses a key
+    of the array's own dtype: with a Python int numpy converts the whole array on every call (18 ms a
+    search at 10M articles)."""
+    root, _ = built
+    s = Searcher.open(root, embedder=EMB)
+    keys = []
+    real = np.searchsorted
 
-    from forecast_env.retrieval.searcher import Searcher as _S
+    def spy(a, v, *args, **kw):
+        if a is s.days:
+            keys.append(v)
+        return real(a, v, *args, **kw)
 
-    class Fake:
-        days = np.arange(100, dtype=np.int32)
-
-    key = _S._day_key(Fake(), _date(1970, 1, 3))
-    assert isinstance(key, np.int32) and int(key) == 2
+    monkeypatch.setattr(np, "searchsorted", spy)
+    quiet(s.search, "election", "2025-03-15", k=3, mode="bm25")
+    quiet(s.evidence_set, ["election"], "2025-03-01", "2025-03-15")
+    assert len(keys) >= 3 and all(getattr(v, "dtype", None) == s.days.dtype for v in keys)
