@@ -377,8 +377,8 @@ class DenseShards:
         rows_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
         score_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
         if k > 0 and nq:
-            todo = [m for m in range(len(self.indexes))
-                    if max(lo - int(self.offsets[m]), 0) < min(hi - int(self.offsets[m]), int(self.offsets[m + 1] - self.offsets[m]))]
+            # the months whose rows overlap [lo, hi)
+            todo = [m for m in range(len(self.indexes)) if self.offsets[m] < hi and self.offsets[m + 1] > lo]
             if self.threads > 1 and len(todo) > 1:
                 if self._pool is None:
                     from concurrent.futures import ThreadPoolExecutor
