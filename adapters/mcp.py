@@ -33,10 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forecast_env.eval import runner
-
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
+from forecast_env.eval import runner
 from forecast_env.store import Workspace, atomic_write_json
 
 log = logging.getLogger(__name__)

@@ -104,7 +104,6 @@ def _event_ids(cfg: RolloutRun) -> list[str]:
 def ensure_run_record(cfg: RolloutRun) -> Path:
     """Create `WS/runs/<run_id>/run.json` (like a runner's) unless it exists with the same settings."""
     from forecast_env.eval import runner
-
     from forecast_env.store import Workspace, atomic_write_json
 
     if not cfg.workspace or not cfg.run_id:
@@ -279,9 +278,9 @@ class EnvironmentService:
     def consolidate(self) -> dict[str, Any]:
         """Write the run's tables from its parts and update run.json (status, counts, summary)."""
         import polars as pl
+
         from forecast_env.eval import runner
         from forecast_env.eval.metrics import quick_summary
-
         from forecast_env.store import atomic_write_json, write_manifest
 
         ids = list(self.record["event_ids"])

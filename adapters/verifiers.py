@@ -50,13 +50,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import verifiers.v1 as vf
-from forecast_env.adapters.rollout_service import (
-    RolloutRun,
-    close_services,
-    ensure_run_record,
-    service_for,
-    task_rows,
-)
 from pydantic import Field, WithJsonSchema
 from verifiers.v1.configs.agent import AgentConfig
 from verifiers.v1.configs.env import EnvConfig
@@ -64,6 +57,13 @@ from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
 from verifiers.v1.runtimes import SubprocessConfig
 
+from forecast_env.adapters.rollout_service import (
+    RolloutRun,
+    close_services,
+    ensure_run_record,
+    service_for,
+    task_rows,
+)
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
 

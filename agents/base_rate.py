@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
 
+from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
 from forecast_env.errors import ForecastEnvError, WorkspaceError
 from forecast_env.store import Workspace
 

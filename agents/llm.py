@@ -29,7 +29,6 @@ from typing import Any
 
 from forecast_env.agents.base import forecast_action, parse_observation
 from forecast_env.agents.parse import _from_value, parse_arguments, parse_forecast
-
 from forecast_env.chat import ChatClient, ChatResult
 from forecast_env.config import load_config
 from forecast_env.errors import ConfigError, EndpointError

@@ -41,7 +41,6 @@ from typing import Any
 
 from forecast_env.agents.base import forecast_action, parse_observation, uniform_probabilities
 from forecast_env.agents.lexicon import NEGATORS, cue_lexicon
-
 from forecast_env.config import load_config
 from forecast_env.retrieval.tokenize import tokenize
 from forecast_env.timeparse import MONTH_NAMES, WEEKDAY_NAMES, parse_day

@@ -46,7 +46,6 @@ def corpus_config() -> dict:
 def open_env(ws: str):
     """The environment over `ws`, its searcher embedding queries with the chosen backend."""
     from forecast_env.envs import ForecastEnv
-
     from forecast_env.retrieval import Searcher
 
     return ForecastEnv(ws, split="all", searcher=Searcher.open(ws, corpus_config()))
@@ -60,9 +59,9 @@ QUERIES = ["senate budget vote", "election poll candidate", "storm harbor closur
 def build_workspace(root: Path, n_articles: int, n_events: int = 40, seed: int = 0) -> Path:
     """A generated workspace: articles over 90 days, an index, and binary events with 3 dates each."""
     import pyarrow as pa
-    from forecast_env.corpus_build.index import build_index
 
     from forecast_env import schema
+    from forecast_env.corpus_build.index import build_index
     from forecast_env.store import Workspace, atomic_write_table
 
     rng = random.Random(seed)
@@ -142,7 +141,6 @@ def run_direct(ws: str, seconds: float, seed: int = 0, mode: str = "hybrid",
                unique: bool = False) -> tuple[int, float]:
     """The same calls straight on the Searcher (plus scoring), without the environment."""
     from forecast_env.envs.forecast_env import load_episodes
-
     from forecast_env.retrieval import Searcher
     from forecast_env.scoring import score_report
 

@@ -175,13 +175,13 @@ def main() -> None:
     args = ap.parse_args()
 
     import trafilatura
+
+    from forecast_env.config import load_config
     from forecast_env.corpus_build.extract import extract_page
     from forecast_env.corpus_build.langid import LanguageIdentifier
     from forecast_env.corpus_build.leakage import screen_leakage
     from forecast_env.corpus_build.quality import apply_filters, build_filters
     from forecast_env.corpus_build.timestamps import assign_timestamps
-
-    from forecast_env.config import load_config
 
     rng = random.Random(0)
     pages = []

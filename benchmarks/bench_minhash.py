@@ -11,6 +11,7 @@ import time
 
 import datasketch
 import numpy as np
+
 from forecast_env.corpus_build.dedup import MinHasher, shingle_words
 
 

@@ -49,6 +49,7 @@ class LookupEmbedder:
 
 def store_texts(ws: Path) -> list[str]:
     import pyarrow.parquet as pq
+
     from forecast_env.corpus_build.embed import article_texts
 
     texts: list[str] = []
@@ -93,9 +94,8 @@ def main() -> None:
     ap.add_argument("--vectors", type=Path, default=None)
     ap.add_argument("--queries-file", type=Path, default=None, help="the query list used with --dump")
     args = ap.parse_args()
-    from forecast_env.corpus_build.index import build_index
-
     from forecast_env.config import load_config
+    from forecast_env.corpus_build.index import build_index
     from forecast_env.retrieval import Searcher
 
     truth = json.loads((args.world / "truth.json").read_text())

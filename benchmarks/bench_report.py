@@ -21,6 +21,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import polars as pl
+
     from forecast_env.eval import metrics
     from forecast_env.eval.report import build_report, load_run
     from forecast_env.eval.skill import date_scores, skill_leaderboard

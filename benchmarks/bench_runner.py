@@ -19,7 +19,6 @@ def build(preset: str, root: Path) -> Path:
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
     from forecast_env.envs.events import build_events
-
     from forecast_env.synth import synthesize
 
     world, ws = root / "world", root / "ws"

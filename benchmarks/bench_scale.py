@@ -250,7 +250,6 @@ def scale_config(rows_per_month: int) -> dict[str, Any]:
 
 def build(root: Path, rows: int, months: int, upto: int | None = None, stage: str = "all") -> dict[str, Any]:
     import forecast_env.corpus_build.index as index_mod
-
     from forecast_env import schema
     from forecast_env.store import Workspace, atomic_write_table
 

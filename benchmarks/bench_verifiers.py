@@ -28,7 +28,6 @@ def build_micro(root: Path) -> Path:
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
     from forecast_env.envs.events import build_events
-
     from forecast_env.synth import synthesize
 
     world, ws = root / "world", root / "ws"
@@ -52,9 +51,10 @@ def bench_verifiers(ws: Path, n: int, concurrent: bool, run_id: str) -> tuple[fl
     """Wall seconds for `n` rollouts and each rollout's seconds."""
     import verifiers.v1 as vf
     from chat_server import ChatServer, text
-    from forecast_env.adapters.verifiers import load_environment
     from verifiers.v1.clients import EvalClientConfig, ModelContext
     from verifiers.v1.env import RunSlot
+
+    from forecast_env.adapters.verifiers import load_environment
 
     env = load_environment(ws, "eval", run_id=run_id)
     tasks = list(env.taskset)[:n]

@@ -31,9 +31,10 @@ def best_of(fn, reps: int = 3) -> float:
 
 def load_pages(world: Path) -> list[tuple]:
     """(Extracted, url, Last-Modified, crawl time) of every HTML response in the world's WARC files."""
+    from warcio.archiveiterator import ArchiveIterator
+
     from forecast_env.corpus_build.extract import extract_page
     from forecast_env.corpus_build.warc import decode_payload
-    from warcio.archiveiterator import ArchiveIterator
 
     pages = []
     for path in sorted((world / "news").glob("*.warc.gz")):
@@ -68,9 +69,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from dateutil import parser as du_parser
+
     from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
     from forecast_env.corpus_build.timestamps import VISIBILITY_RULES, assign_timestamps
-
     from forecast_env.synth import synthesize
     from forecast_env.timeparse import parse_time
 

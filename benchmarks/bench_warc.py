@@ -2,7 +2,7 @@
 
 Two figures per reader: the raw record loop (iterate, read every response payload) and our whole
 stage 1 (`WarcReader`: HTTP headers, content sniffing, charset decoding, drop reasons), in records/s
-of one process (CPU time). Both readers must give the same items (tests/test_warc_backends.py).
+of one process (CPU time). Both readers must give the same items (tests/corpus_build/test_warc_backends.py).
 
 Usage: .venv/bin/python benchmarks/bench_warc.py [preset-or-folder]   (default: the `small` world,
 generated into a temporary folder; a folder is read as-is: every *.warc.gz under it)

@@ -97,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workspace", default=None, help="an existing workspace (skips building the world)")
     args = ap.parse_args(argv)
     from forecast_env.eval.runner import run_benchmark
-
     from forecast_env.retrieval import Searcher
 
     root = Path(args.cache) / bench_acceptance.builder_hash()

@@ -55,10 +55,10 @@ def record_reads(ws: Path, split: str = "all") -> list[Record]:
     """Play the configured retrieval agent through every event of `split`; one record per forecast date:
     event, label, question, options, date, the documents scored and the forecast the agent made."""
     import polars as pl
+
     from forecast_env.agents import retrieval
     from forecast_env.agents.base import run_episode
     from forecast_env.envs.forecast_env import ForecastEnv
-
     from forecast_env.retrieval import Searcher
 
     labels = dict(pl.read_parquet(ws / "events" / "events.parquet").select("event_id", "label").iter_rows())

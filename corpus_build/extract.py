@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
+
 from forecast_env.corpus_build.body import article_body, block_text, text_of
 
 __all__ = [

@@ -29,10 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from forecast_env.corpus_build.embed import article_texts, embed_articles
 
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
+from forecast_env.corpus_build.embed import article_texts, embed_articles
 from forecast_env.errors import CorpusError, WorkspaceError
 from forecast_env.executor import map_unordered
 from forecast_env.retrieval.ann import ann_plan, build_ivf

@@ -26,11 +26,11 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from forecast_env.corpus_build.dedup import find_duplicates
-from forecast_env.corpus_build.warc import ReadDrop, WarcReader
 
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
+from forecast_env.corpus_build.dedup import find_duplicates
+from forecast_env.corpus_build.warc import ReadDrop, WarcReader
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from forecast_env.corpus_build.extract import Extracted, url_date
-
 from forecast_env.errors import ConfigError
 from forecast_env.timeparse import ParsedTime, parse_time, to_utc
 

@@ -181,7 +181,7 @@ def _cut_short(record) -> bool:
 
 
 #: WARC readers: fastwarc (resiliparse's C++ reader, about 4x faster) and warcio; both give the
-#: same items, offsets and file faults (tests/test_warc.py reads every planted case with both).
+#: same items, offsets and file faults (tests/corpus_build/test_warc.py reads every planted case with both).
 BACKENDS = ("fastwarc", "warcio")
 
 

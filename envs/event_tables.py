@@ -15,9 +15,9 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-from forecast_env.envs.candidate import Candidate
 
 from forecast_env import schema
+from forecast_env.envs.candidate import Candidate
 from forecast_env.store import EVENT_TABLES, Workspace, atomic_write_table, conform, read_table
 
 #: Event-id prefix of each source.

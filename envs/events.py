@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
+
+from forecast_env.config import load_config
 from forecast_env.envs.beliefs import daily_beliefs, daily_trades
 from forecast_env.envs.candidate import Candidate, Excluded, shuffle_options
 from forecast_env.envs.descriptions import description_as_of
@@ -48,8 +50,6 @@ from forecast_env.envs.gamma import construct_event, open_cache
 from forecast_env.envs.schedule import Schedule, build_schedule, forecast_grid, known_day, schedule_cut
 from forecast_env.envs.screen import Decomposer, Judge
 from forecast_env.envs.splits import Splits
-
-from forecast_env.config import load_config
 from forecast_env.errors import IndexMissingError, WorkspaceError
 from forecast_env.store import Workspace
 

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from forecast_env import scoring
+from forecast_env.config import load_config
 from forecast_env.envs import tools
 from forecast_env.envs.episodes import EventEpisode, ForecastDate, Quote, load_episodes
 from forecast_env.envs.notebook import Notebook, NotebookError
 from forecast_env.envs.observation import render_observation
 from forecast_env.envs.records import args_json, forecast_row, jsonable, tool_call_row
 from forecast_env.envs.text_space import UnicodeText, dump_observation
-
-from forecast_env import scoring
-from forecast_env.config import load_config
 from forecast_env.errors import EventsError, ForecastEnvError
 
 if TYPE_CHECKING:

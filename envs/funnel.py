@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from forecast_env.envs.screen import key_terms, named_options, relevance
 
 from forecast_env import schema
+from forecast_env.envs.screen import key_terms, named_options, relevance
 from forecast_env.store import Workspace, atomic_write_json, atomic_write_text, read_table, write_manifest
 
 if TYPE_CHECKING:

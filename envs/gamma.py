@@ -19,7 +19,6 @@ from typing import Any
 
 from forecast_env.envs.candidate import Candidate, Excluded, Leg
 from forecast_env.envs.polymarket.cache import PolymarketCache, parse_json_string_field
-
 from forecast_env.errors import EventsError
 from forecast_env.timeparse import parse_api_time
 

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from forecast_env.envs.candidate import Candidate, Leg
-
 from forecast_env.errors import EventsError
 from forecast_env.timeparse import parse_api_time, parse_day
 

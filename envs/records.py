@@ -8,10 +8,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from forecast_env import scoring
 from forecast_env.envs.episodes import EventEpisode, ForecastDate
 from forecast_env.envs.tools import HIDE_KEYS, hidden_set
-
-from forecast_env import scoring
 
 
 def jsonable(action: Any, cap: int) -> Any:

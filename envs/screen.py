@@ -27,9 +27,8 @@ from datetime import date
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from forecast_env.envs.descriptions import find_date
-
 from forecast_env.chat import ChatClient as HttpChatClient
+from forecast_env.envs.descriptions import find_date
 from forecast_env.errors import EndpointError
 
 if TYPE_CHECKING:

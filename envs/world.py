@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from forecast_env.config import load_config
 from forecast_env.envs.episodes import EventEpisode, load_episodes
 from forecast_env.envs.event_tables import load_events
 from forecast_env.envs.splits import Splits
-
-from forecast_env.config import load_config
 from forecast_env.errors import EventsError
 
 

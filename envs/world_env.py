@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from forecast_env import scoring
+from forecast_env.config import load_config
 from forecast_env.envs import tools
 from forecast_env.envs.notebook import Notebook, NotebookError
 from forecast_env.envs.observation import render_observation
 from forecast_env.envs.records import args_json, forecast_row, jsonable, tool_call_row
 from forecast_env.envs.text_space import UnicodeText
 from forecast_env.envs.world import World, WorldQuestion, load_world
-
-from forecast_env import scoring
-from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
 
 if TYPE_CHECKING:

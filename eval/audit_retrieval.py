@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
+
 from forecast_env.eval.audit import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult
 
 #: Columns that order articles by visibility, first present wins (`t` in stores built before v(d)).
@@ -53,7 +54,6 @@ class _Reference:
 
     def __init__(self, store: pl.DataFrame, hide: Sequence[str], k1: float, b: float, vectors: np.ndarray | None):
         from forecast_env.corpus_build.embed import article_texts
-
         from forecast_env.retrieval.tokenize import tokenize
 
         self.doc_ids = store["doc_id"].to_list()

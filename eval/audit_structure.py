@@ -32,10 +32,11 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from forecast_env.eval.audit import AuditInputs, AuditSettings, CheckResult
-from forecast_env.eval.bootstrap import bootstrap_means
 from scipy import sparse
 from scipy.optimize import minimize
+
+from forecast_env.eval.audit import AuditInputs, AuditSettings, CheckResult
+from forecast_env.eval.bootstrap import bootstrap_means
 
 #: Positions beyond this share one bucket (position index `MAX_POSITION`).
 MAX_POSITION = 7

@@ -44,6 +44,7 @@ from datetime import date
 
 import numpy as np
 import polars as pl
+
 from forecast_env.eval.bootstrap import DRAWS, LEVEL, SEED, clustered_mean
 
 #: with at most this many distinct values of A, transitions are grouped by value, not quartile

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
 from forecast_env.eval.bootstrap import (
     DRAWS,
     LEVEL,

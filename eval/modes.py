@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from forecast_env.eval import metrics
-from forecast_env.eval.bootstrap import clustered_mean
 
 from forecast_env.errors import RunError
+from forecast_env.eval import metrics
+from forecast_env.eval.bootstrap import clustered_mean
 
 MODES = ("episode", "world")
 #: environment settings that change what an agent can see or how it is scored; both runs must agree on

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from forecast_env.config import load_config
 from forecast_env.envs.records import ablations
+from forecast_env.errors import RunError
 from forecast_env.eval import metrics
 from forecast_env.eval.calibration import decompose
 from forecast_env.eval.evidence import evidence_diagnostics, world_evidence_diagnostics
 from forecast_env.eval.modes import check_companion, compare_modes, find_companion, run_mode
 from forecast_env.eval.skill import date_scores, skill_leaderboard
-
-from forecast_env.config import load_config
-from forecast_env.errors import RunError
 from forecast_env.store import atomic_write_json, atomic_write_text
 
 Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", title, relpath)

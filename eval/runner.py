@@ -196,7 +196,6 @@ def _run_task(task_d: dict[str, Any]) -> dict[str, Any]:
 async def _run_async(ctx: dict[str, Any], tasks: list[Task], concurrency: int, bar: Any) -> list[dict]:
     from forecast_env.agents.base import arun_episode
     from forecast_env.envs.tools import hidden_set
-
     from forecast_env.retrieval import Searcher
 
     searcher = None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+
 from forecast_env.eval.bootstrap import DRAWS, LEVEL, SEED, draw_indices
 
 #: an agent is high-volume when its total matchup weight reaches this share of the largest

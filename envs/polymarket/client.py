@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
+
+from forecast_env.config import load_config
 from forecast_env.envs.polymarket.cache import PolymarketCache, is_safe_id
 from forecast_env.envs.polymarket.responses import (
     event_close,
@@ -34,8 +36,6 @@ from forecast_env.envs.polymarket.responses import (
     merge_trades,
     price_windows,
 )
-
-from forecast_env.config import load_config
 from forecast_env.errors import ConfigError, EventsError, FetchError
 from forecast_env.store import atomic_write_bytes, atomic_write_json
 

