@@ -29,14 +29,14 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
-from forecast_env.eval import runner
-from forecast_env.store import Workspace, atomic_write_json
+from forecast_env.eval import runs
+from forecast_env.eval.runs import WorldWindow
+from forecast_env.store import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -82,15 +82,14 @@ class HarnessSession:
         self.env_config = load_config("env", overrides=dict(env_config or {}))
         world_options = dict(world_options or {})
         self.env = self._make_env(world, world_options)
-        world_rec = None
+        window = None
         if world:
             from forecast_env.envs.world import load_world
 
             w = load_world(self.ws.root, split, world_options.get("start"), world_options.get("end"))
             self.event_ids = [q.question_id for q in w.questions]
-            world_rec = {"start": w.start.isoformat(), "end": w.end.isoformat(),
-                         "world_id": w.world_id}
-            self.units = [world_rec["world_id"]]  # one episode: the whole world
+            window = WorldWindow(w.start.isoformat(), w.end.isoformat(), w.world_id)
+            self.units = [window.world_id]  # one episode: the whole world
         else:
             ids = list(event_ids) if event_ids else list(self.env.event_ids)
             unknown = [e for e in ids if e not in set(self.env.event_ids)]
@@ -104,18 +103,14 @@ class HarnessSession:
         # the environment's specs are in OpenAI function-calling format: serve their `function` part as is
         self.tool_specs: list[dict[str, Any]] = [OBSERVE_SPEC, *(s.get("function", s) for s in self.env.unwrapped.tool_specs)]
         self._names = {s["name"] for s in self.tool_specs}
-        bench = load_config("benchmark")
-        spec = runner.AgentSpec(label, label, {})
-        rec = runner.run_record(self.ws, run_id or "", split, self.event_ids, [spec], 1, 0, bench, self.env_config)
-        self.run_id = run_id or datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + f"-mcp-{secrets.token_hex(3)}"
-        self.run_dir = self.ws.runs_dir / self.run_id
-        if (self.run_dir / "run.json").exists():
-            raise ForecastEnvError(f"{self.run_dir} exists; give a new --run-id (an MCP run is never resumed: "
-                                   "a harness keeps its own memory)")
-        self.record = {**rec, "run_id": self.run_id, "session": "harness", "engine": "mcp",
-                       "mode": "world" if world else "episode", "world": world_rec, "status": "running"}
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.run_dir / "run.json", self.record)
+        rec = runs.run_record(self.ws, "", split, self.event_ids, [runs.AgentSpec(label, label, {})], 1, 0,
+                              load_config("benchmark"), self.env_config, session="harness",
+                              mode="world" if world else "episode", world=window, extra={"engine": "mcp"})
+        # an MCP run is never resumed: a harness keeps its own memory
+        self.run = runs.open_run(self.ws, rec, run_id=run_id or runs.new_run_id(f"mcp-{secrets.token_hex(3)}"),
+                                 if_exists="refuse")
+        self.run_id = self.run.run_id
+        self.run_dir = self.run.dir
         self._cursor = 0
         self._started = time.perf_counter()
         self._episode_started = time.perf_counter()
@@ -173,10 +168,8 @@ class HarnessSession:
                 self._finish_episode(complete=False)
             self._closed = True
             done = len(self._finished)
-            self.record.update(status="complete" if self._obs is None and done == len(self.units) else "incomplete",
-                               episodes_total=len(self.units), episodes_done=done,
-                               seconds=round(time.perf_counter() - self._started, 3))
-            atomic_write_json(self.run_dir / "run.json", self.record)
+            self.run.finish(complete=self._obs is None and done == len(self.units), episodes_total=len(self.units),
+                            episodes_done=done, seconds=round(time.perf_counter() - self._started, 3))
             self.env.close()
 
     # -- internals ------------------------------------------------------------------------------
@@ -206,8 +199,7 @@ class HarnessSession:
 
     def _start(self, event_id: str) -> str:
         self._episode_started = time.perf_counter()
-        self.env.unwrapped.rollout = 0
-        options = {} if self.world else {"event_id": event_id}
+        options: dict[str, Any] = {"rollout": 0} if self.world else {"event_id": event_id, "rollout": 0}
         obs, _info = self.env.reset(seed=0, options=options)
         return obs
 
@@ -219,12 +211,11 @@ class HarnessSession:
 
     def _finish_episode(self, complete: bool) -> None:
         unit = self.units[self._cursor]
-        ctx = {"run_id": self.run_id, "run_dir": str(self.run_dir)}
-        runner.write_part(ctx, runner.Task(self.label, unit, 0), self.env.unwrapped.episode_log(), None, 0,
-                          round(time.perf_counter() - self._episode_started, 3),
-                          extra={"session": "harness", "complete": complete})
+        self.run.record_part(runs.Task(self.label, unit, 0), self.env.unwrapped.episode_log(), seed=0,
+                             seconds=round(time.perf_counter() - self._episode_started, 3), session="harness",
+                             complete=complete)
         self._finished.append(unit)
-        runner.consolidate(self.run_dir, self.ws.root, self.run_id, self.event_ids)
+        self.run.consolidate(self.event_ids)
 
 
 # ---------------------------------------------------------------------------------------------

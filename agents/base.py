@@ -220,11 +220,14 @@ class _Episode:
     """The bookkeeping shared by the sync and async driver loops: reset, apply one action (or a
     failed agent call), and the summary at the end."""
 
-    def __init__(self, env: Any, agent: Any, seed: int | None, event_id: str | None, max_actions: int) -> None:
+    def __init__(self, env: Any, agent: Any, seed: int | None, event_id: str | None, max_actions: int,
+                 rollout: int | None = None) -> None:
         agent.reset(seed=seed)
-        options = {"event_id": event_id} if event_id is not None else None
+        options: dict[str, Any] = {} if event_id is None else {"event_id": event_id}
+        if rollout is not None:
+            options["rollout"] = int(rollout)
         self.env, self.event_id, self.max_actions = env, event_id, max_actions
-        self.obs, self.info = env.reset(seed=seed, options=options)
+        self.obs, self.info = env.reset(seed=seed, options=options or None)
         self.rewards: list[float] = []
         self.skipped: list[str] = []
         self.actions = 0
@@ -257,9 +260,10 @@ class _Episode:
 
 
 def run_episode(env: Any, agent: Any, seed: int | None = None, event_id: str | None = None,
-                max_actions: int = 100_000) -> dict:
-    """Play one episode with a sync agent; an `EndpointError` marks that date missing and goes on."""
-    ep = _Episode(env, agent, seed, event_id, max_actions)
+                max_actions: int = 100_000, rollout: int | None = None) -> dict:
+    """Play one episode with a sync agent; an `EndpointError` marks that date missing and goes on.
+    `rollout` numbers the episode's rows (passed to the env's `reset` options; None: the env keeps its own)."""
+    ep = _Episode(env, agent, seed, event_id, max_actions, rollout)
     while ep.running:
         try:
             action = agent.act(ep.obs, ep.info)
@@ -271,9 +275,9 @@ def run_episode(env: Any, agent: Any, seed: int | None = None, event_id: str | N
 
 
 async def arun_episode(env: Any, agent: Any, seed: int | None = None, event_id: str | None = None,
-                       max_actions: int = 100_000) -> dict:
-    """Play one episode with an async agent (`aact`), else a sync one (`act`)."""
-    ep = _Episode(env, agent, seed, event_id, max_actions)
+                       max_actions: int = 100_000, rollout: int | None = None) -> dict:
+    """Play one episode with an async agent (`aact`), else a sync one (`act`); `rollout` as for `run_episode`."""
+    ep = _Episode(env, agent, seed, event_id, max_actions, rollout)
     has_aact = hasattr(agent, "aact")
     while ep.running:
         try:

@@ -131,8 +131,7 @@ def play_events(inputs: AuditInputs, event_ids: Sequence[str], agent_factory: Ca
     logs = []
     for i, eid in items:
         agent = agent_factory(i)
-        env.unwrapped.rollout = 0
-        run_episode(env, agent, seed=episode_seed(seed, eid), event_id=eid)
+        run_episode(env, agent, seed=episode_seed(seed, eid), event_id=eid, rollout=0)
         logs.append(json.loads(json.dumps(env.unwrapped.episode_log(), default=str)))
     return logs  # not closed: the searcher is shared with the other checks
 

@@ -50,7 +50,7 @@ def write_release(workspace: str | Path, split: str, out: str | Path,
                   env_config: Mapping[str, Any] | None = None, name: str | None = None) -> Path:
     """Freeze `split` of `workspace` into `out/release.json`; returns its path."""
     from forecast_env.config import load_config
-    from forecast_env.eval.runner import run_record
+    from forecast_env.eval.runs import run_record
 
     ws = Workspace.at(workspace)
     env_cfg = load_config("env", overrides=dict(env_config or {}))

@@ -12,7 +12,8 @@ from _env_data import build_workspace
 from polars.testing import assert_frame_equal
 
 from forecast_env.errors import RunError
-from forecast_env.eval.runner import Task, part_path, run_benchmark
+from forecast_env.eval.runner import run_benchmark
+from forecast_env.eval.runs import Task, part_path
 
 AGENTS = ["uniform", "base_rate", "retrieval"]
 KEY = ["agent", "event_id", "rollout", "step"]
