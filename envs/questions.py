@@ -78,7 +78,7 @@ def _daily(raw: Any, options: list[str]) -> list[tuple[int, int, float]]:
             items.append((row["date"], probs))
     else:
         raise _LineError("key 'daily_probabilities': expected an object {date: {option: p}} or a list")
-    out = []
+    out: list[tuple[int, int, float]] = []
     for day_raw, probs in items:
         d = parse_day(str(day_raw))
         if d is None:

@@ -80,7 +80,7 @@ def _no_shared_memory(space: UnicodeText, n: int = 1, ctx: Any = None) -> Any:
 
 def _rebuild_text(max_length: int, min_length: int, rng: np.random.Generator | None) -> UnicodeText:
     space = UnicodeText(max_length, min_length=min_length)
-    space._np_random = rng
+    space._np_random = rng  # type: ignore[assignment]  # gymnasium seeds a None generator lazily
     return space
 
 

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -67,8 +67,8 @@ class _Reference:
         self.doclen = np.array([len(t) for t in self.tokens], dtype=np.float64)
         self.tf = [Counter(t) for t in self.tokens]
         post: dict[str, list[int]] = {}
-        for i, c in enumerate(self.tf):
-            for term in c:
+        for i, tf in enumerate(self.tf):
+            for term in tf:
                 post.setdefault(term, []).append(i)
         self.postings = {t: np.asarray(v, dtype=np.int64) for t, v in post.items()}
         self.vectors = vectors
@@ -186,9 +186,10 @@ def check_retrieval(inputs: AuditInputs, settings: AuditSettings, progress: bool
         return CheckResult("retrieval", INCONCLUSIVE, "the article store is empty: nothing to probe")
     rng = np.random.default_rng(settings.seed)
     true_day = dict(zip(store["doc_id"].to_list(), store["day"].to_list()))
-    first, last = store["day"].min(), store["day"].max()
+    first: date = cast(date, store["day"].min())
+    last: date = cast(date, store["day"].max())
     span = (last - first).days
-    counts = Counter()
+    counts: Counter[str] = Counter()
     examples: list[dict[str, Any]] = []
 
     def violation(name: str, **ex: Any) -> None:
@@ -229,7 +230,7 @@ def check_retrieval(inputs: AuditInputs, settings: AuditSettings, progress: bool
                 examples.append({"note": f"hybrid probes skipped: {hybrid_error}"})
                 hits = s.search(q, d, k=settings.k, mode="bm25")
             if vectors is not None and i % 2 == 1:
-                v = rng.standard_normal(vectors.shape[1]).astype(np.float32)
+                v = np.asarray(rng.standard_normal(vectors.shape[1]), dtype=np.float32)
                 hits = hits + s.search_vectors(v / np.linalg.norm(v), d, k=settings.k)[0]
             for h in hits:
                 n_hits += 1
@@ -281,7 +282,7 @@ def check_retrieval(inputs: AuditInputs, settings: AuditSettings, progress: bool
                     if len(elig) and rng.random() < 0.5:
                         qv = vectors[int(elig[int(rng.integers(0, len(elig)))])]
                     else:
-                        qv = rng.standard_normal(vectors.shape[1]).astype(np.float32)
+                        qv = np.asarray(rng.standard_normal(vectors.shape[1]), dtype=np.float32)
                         qv /= np.linalg.norm(qv)
                     served_v = s.search_vectors(qv, d, k=settings.k)[0]
                     rv_ids, rv_s = ref.dense(qv, d, settings.k)

@@ -24,11 +24,11 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -302,7 +302,7 @@ def run_probe(rows: pl.DataFrame, train_split: str = "train", eval_split: str = 
         eval_choice_sets=int(dte.groups.max() + 1) if len(dte.groups) else 0,
         vocabulary_size=len(vocab),
         reference_features=len(dtr.reference_names), probe_features=len(dtr.probe_names),
-        brier_reference=float(per_event["ref"].mean()), brier_probe=float(per_event["probe"].mean()),
+        brier_reference=float(cast(float, per_event["ref"].mean())), brier_probe=float(cast(float, per_event["probe"].mean())),
         difference=est.value, ci_low=est.lo, ci_high=est.hi, half_width=half,
         fit_converged={"reference": ref.converged, "probe": prb.converged},
         top_probe_weights=top,
@@ -480,11 +480,12 @@ def gamma_labels(polymarket: Path) -> dict[str, dict[str, Any]]:
 
 def check_structure(inputs: AuditInputs, settings: AuditSettings) -> CheckResult:
     """Check 2: the blind-structure probe on the workspace, plus the inclusion-bias report."""
+    cut_description: Callable[[str | None, date], str] | None
     try:
-        from forecast_env.envs.events import description_as_of
+        from forecast_env.envs.events import description_as_of as cut_description
     except ImportError:  # the build's description cut is unavailable: full descriptions
-        description_as_of = None
-    rows = structure_rows(inputs.events, inputs.schedule, description_as_of)
+        cut_description = None
+    rows = structure_rows(inputs.events, inputs.schedule, cut_description)
     fit_split, test_split = ("eval", "train") if inputs.split == "train" else ("train", "eval")
     st = ProbeSettings(draws=settings.draws, seed=settings.seed, margin=settings.margin,
                        max_half_width=settings.max_half_width, l2=settings.l2)

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -176,7 +177,7 @@ def brier_change_by_quartile(forecasts: pl.DataFrame, avail: pl.DataFrame, draws
     rows = []
     for k in range(1, n_groups + 1):
         sub = d.filter(pl.col("quartile") == k)
-        lo_a, hi_a = float(sub["A"].min()), float(sub["A"].max())
+        lo_a, hi_a = float(cast(float, sub["A"].min())), float(cast(float, sub["A"].max()))
         est = clustered_mean(sub, "d_brier", draws, seed, level, levels=("agent", "rollout"))
         if kind == "values":
             label = f"A = {lo_a:.2f}"

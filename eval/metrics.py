@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -180,11 +181,12 @@ def base_rate_reference(forecasts: pl.DataFrame, boot: Boot = Boot()) -> dict:
     ref = ref.with_columns(ref_brier=pl.struct("options", "probs", "label").map_elements(
         lambda r: scoring.brier(dict(zip(r["options"], r["probs"])), r["label"], r["options"]),
         return_dtype=pl.Float64))
-    out = {"brier": _est(ref.filter(pl.col("agent") == ref["agent"][0]), "ref_brier", boot).to_dict(), "agents": []}
+    agents: list[dict[str, Any]] = []
+    out = {"brier": _est(ref.filter(pl.col("agent") == ref["agent"][0]), "ref_brier", boot).to_dict(), "agents": agents}
     for agent in sorted(ref["agent"].unique().to_list()):
         sub = ref.filter(pl.col("agent") == agent).with_columns(delta=pl.col("ref_brier") - pl.col("brier"))
         est = _est(sub, "delta", boot)
-        out["agents"].append({"agent": agent, "ref_brier": _est(sub, "ref_brier", boot).value, **est.to_dict(),
+        agents.append({"agent": agent, "ref_brier": _est(sub, "ref_brier", boot).value, **est.to_dict(),
                               "beats_base_rate": bool(est.lo > 0)})
     return out
 
@@ -195,10 +197,10 @@ def quick_summary(forecasts: pl.DataFrame) -> pl.DataFrame:
     for agent in sorted(forecasts["agent"].unique().to_list()):
         all_rows = forecasts.filter(pl.col("agent") == agent)
         f = scored(all_rows)
-        row = {"agent": agent}
+        row: dict[str, Any] = {"agent": agent}
         for m in METRICS:
             em = event_means(f, m)
-            row[m] = float(em[m].mean()) if em.height else float("nan")
+            row[m] = float(cast(float, em[m].mean())) if em.height else float("nan")
         row.update(n_forecasts=f.height, missing=all_rows.height - f.height)
         rows.append(row)
     return pl.DataFrame(rows, schema={"agent": pl.String, "brier": pl.Float64, "accuracy": pl.Float64,

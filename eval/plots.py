@@ -112,7 +112,9 @@ def figure_category(res: Mapping[str, Any]) -> Figure | None:
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(groups)), 4))
     width = 0.8 / max(1, len(agents))
     for i, agent in enumerate(agents):
-        xs, ys, err = [], [], [[], []]
+        xs: list[float] = []
+        ys: list[float] = []
+        err: list[list[float]] = [[], []]
         for j, g in enumerate(groups):
             r = next((r for r in cats if r["agent"] == agent and str(r["group"]) == g), None)
             if r:

@@ -450,9 +450,9 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, config: Map
         plot_paths = draw_plots(res, out_dir / "plots")
     blocks = _blocks(res, run["meta"], boot.level, plot_paths)
     md = render_markdown(blocks)
-    paths = {"markdown": out_dir / "report.md", "html": out_dir / "report.html", "json": out_dir / "report.json",
-             "plots": [out_dir / p for p in plot_paths.values()]}
-    atomic_write_text(paths["markdown"], md)
-    atomic_write_text(paths["html"], render_html(blocks, out_dir, f"Run {run['meta'].get('run_id', '')}"))
-    atomic_write_json(paths["json"], res)
-    return paths
+    md_path, html_path, json_path = out_dir / "report.md", out_dir / "report.html", out_dir / "report.json"
+    atomic_write_text(md_path, md)
+    atomic_write_text(html_path, render_html(blocks, out_dir, f"Run {run['meta'].get('run_id', '')}"))
+    atomic_write_json(json_path, res)
+    return {"markdown": md_path, "html": html_path, "json": json_path,
+            "plots": [out_dir / p for p in plot_paths.values()]}

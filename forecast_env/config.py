@@ -128,10 +128,10 @@ def _merge(section: str, base: dict[str, Any], update: Mapping[str, Any], where:
         if not _type_ok(default, value, flexible):
             want = " or ".join(t.__name__ for t in flexible) if flexible else type(default).__name__
             raise ConfigError(f"{where}: {section}.{path} must be {want}, got {value!r}")
-        allowed = ALLOWED.get(section, {}).get(path)
-        if allowed is not None and value not in allowed:
+        allowed_values = ALLOWED.get(section, {}).get(path)
+        if allowed_values is not None and value not in allowed_values:
             raise ConfigError(
-                f"{where}: {section}.{path} = {value!r} is not allowed; choose one of {', '.join(map(str, allowed))}"
+                f"{where}: {section}.{path} = {value!r} is not allowed; choose one of {', '.join(map(str, allowed_values))}"
             )
         if isinstance(default, float) and isinstance(value, int):
             value = float(value)

@@ -33,6 +33,7 @@ import importlib.metadata
 import inspect
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -373,16 +374,17 @@ class OnnxEncoder:
         self.threads = _threads()
         self._ort = ort
         self._single: Any = None  # a one-thread session that `threads` callers share (documents, CPU only)
+        self._lazy = threading.Lock()  # creates it once when threads race to it
         self.folder = export_onnx(model_name, model_dir, quantize)
-        errors = _load_errors(ort)
+        errors: tuple[type[BaseException], ...] = (ConfigError, *_load_errors(ort))
         try:
             self._open(ort, device, max_seq_length)
-        except (ConfigError, *errors) as exc:
+        except errors as exc:
             # a corrupt or truncated cached export: build it again, once
             self.folder = export_onnx(model_name, model_dir, quantize, rebuild=True)
             try:
                 self._open(ort, device, max_seq_length)
-            except (ConfigError, *errors) as exc2:
+            except errors as exc2:
                 raise ConfigError(
                     f"embed.backend = 'onnx' (quantize {quantize}): cannot load the exported model at {self.folder} "
                     f"even after rebuilding it ({type(exc2).__name__}: {exc2}); delete that folder, check that "
@@ -464,7 +466,9 @@ class OnnxEncoder:
             from concurrent.futures import ThreadPoolExecutor
 
             if self._single is None:
-                self._single = self._session(1, ["CPUExecutionProvider"])
+                with self._lazy:
+                    if self._single is None:
+                        self._single = self._session(1, ["CPUExecutionProvider"])
             single = self._single
             with ThreadPoolExecutor(self.threads) as pool:
                 for idx, vecs in zip(batches, pool.map(lambda i: single.run(None, feed(i))[0], batches)):
