@@ -74,6 +74,7 @@ class Candidate:
     trades: list[tuple[int, int, float]] = field(default_factory=list)  # (option_index, t, size)
     metrics: dict[str, object] = field(default_factory=dict)
     option_seed: int | None = None  # the seed of the option shuffle (None: Gamma/outcomes order kept)
+    same_day: str | None = None  # a same-day market's endDate (where): excluded under the span rule
 
     @property
     def start_day(self) -> date:

@@ -186,7 +186,8 @@ def _market_filters(run: BuildRun, cands: list[Candidate], beliefs: pl.DataFrame
                   ("day",), ("belief",))
     survivors = []
     for c in cands:
-        out = filt.check(EventSeries(c.type, c.start_day, c.close_day, tr.get(c.event_id, {}), bl.get(c.event_id, {})))
+        out = filt.check(EventSeries(c.type, c.start_day, c.close_day, tr.get(c.event_id, {}), bl.get(c.event_id, {}),
+                                     same_day=c.same_day))
         c.metrics.update(out.metrics)
         if out.keep:
             survivors.append(c)

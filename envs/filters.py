@@ -35,6 +35,7 @@ class EventSeries:
     close_day: date
     trades: Mapping[date, tuple[int, float]]  # realized leg: day -> (n_trades, shares)
     belief: Mapping[date, float]  # realized option's belief m(Y) on days where it is observed
+    same_day: str | None = None  # a same-day market (endDate at midnight of its start day): where
 
 
 def day_grid(start: date, end: date) -> list[date]:
@@ -88,6 +89,8 @@ class MarketFilters:
         """Apply span, then activity, then signal; stop at the first failure."""
         span = (ev.close_day - ev.start_day).days + 1
         metrics: dict[str, float] = {"span_days": span}
+        if ev.same_day is not None:
+            return FilterOutcome(False, "span", "same_day", ev.same_day, metrics)
         if span < self.min_span_days:
             return FilterOutcome(False, "span", "too_short", f"span {span} days < {self.min_span_days}", metrics)
 

@@ -3,7 +3,9 @@
 `construct_event` parses one Gamma event and its markets (JSON-encoded strings, timestamps in
 several formats, null or absent `negRisk`), decides its layout, reads its label, and loads its
 price and trade series from the cache. Unambiguous defects are repaired and counted (numeric
-strings, lists given as lists, a market without startDate takes the event's); anything else
+strings, lists given as lists, a market without startDate takes the event's startDate, else its
+createdAt, else its first trade); a same-day market (endDate at midnight of its start day) is
+flagged for the span rule; anything else
 raises `Excluded` with the stage, reason and where.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from forecast_env.envs.candidate import Candidate, Excluded, Leg
 from forecast_env.envs.polymarket.cache import PolymarketCache, parse_json_string_field
+from forecast_env.envs.polymarket.responses import first_trade_time, is_same_day_end
 from forecast_env.errors import EventsError
 from forecast_env.timeparse import parse_api_time
 
@@ -131,9 +134,10 @@ class _Market:
     end: datetime
     neg_risk: bool | None
     other: bool
+    same_day: str | None = None  # where the same-day endDate was seen (excluded under the span rule)
 
 
-def _parse_market(m: Any, i: int, ev: Mapping[str, Any], repairs: Counter) -> _Market:
+def _parse_market(m: Any, i: int, ev: Mapping[str, Any], cache: PolymarketCache, repairs: Counter) -> _Market:
     where = f"markets[{i}]"
     if not isinstance(m, Mapping):
         raise Excluded("parse", "bad_json", f"{where} is not an object")
@@ -155,17 +159,22 @@ def _parse_market(m: Any, i: int, ev: Mapping[str, Any], repairs: Counter) -> _M
         prices = [_as_float(p) for p in raw_prices]
         if any(p is None for p in prices) or len(prices) != len(outcomes):
             raise Excluded("parse", "bad_price", f"{where}.outcomePrices={raw_prices!r}")
-    start = _timestamp(m, "startDate", where)
-    if start is None:
-        start = _timestamp(ev, "startDate", "event")
-        if start is None:
-            raise Excluded("parse", "missing_field", f"{where}.startDate")
-        repairs["startDate_from_event"] += 1
+    start = _leg_start(m, ev, where, cache, repairs)
     end_date = _timestamp(m, "endDate", where)
+    same_day = None
+    if end_date is not None and is_same_day_end(start, end_date):
+        # A same-day market (docs/design.md §4 "Spans"): excluded under the span rule, not as a bad
+        # timestamp; its scheduled end is taken as its close so that the later stages can run.
+        same_day = f"{where}: endDate {end_date.isoformat()} is midnight of its start day {start.date()}"
+        end_date = None
     close = _timestamp(m, "closedTime", where) or end_date
+    if close is None and same_day is not None:
+        close = start
     if close is None:
         raise Excluded("parse", "missing_field", f"{where}.closedTime/endDate")
     end = end_date
+    if end is None and same_day is not None:
+        end = close
     if end is None:
         end = _timestamp(ev, "endDate", "event") or close
         repairs["endDate_from_event_or_close"] += 1
@@ -182,7 +191,35 @@ def _parse_market(m: Any, i: int, ev: Mapping[str, Any], repairs: Counter) -> _M
     if end < start:
         raise Excluded("parse", "bad_timestamp", f"{where}: endDate {end.isoformat()} before start {start.isoformat()}")
     return _Market(i, m, str(mid), cid, question, title, [o.strip() for o in outcomes], tokens, prices,
-                   start, close, end, _as_bool(m.get("negRisk"), repairs), bool(_as_bool(m.get("negRiskOther"), repairs)))
+                   start, close, end, _as_bool(m.get("negRisk"), repairs), bool(_as_bool(m.get("negRiskOther"), repairs)),
+                   same_day)
+
+
+def _leg_start(m: Mapping[str, Any], ev: Mapping[str, Any], where: str, cache: PolymarketCache,
+               repairs: Counter) -> datetime:
+    """A market's start: its startDate, else the event's startDate, else its createdAt, else its first trade.
+
+    The order is documented in docs/design.md §4 ("Leg starts"); each fallback is counted as a repair.
+    A present but unreadable field is a bad timestamp (it is not skipped over).
+    """
+    start = _timestamp(m, "startDate", where)
+    if start is not None:
+        return start
+    start = _timestamp(ev, "startDate", "event")
+    if start is not None:
+        repairs["startDate_from_event"] += 1
+        return start
+    start = _timestamp(m, "createdAt", where)
+    if start is not None:
+        repairs["startDate_from_createdAt"] += 1
+        return start
+    cid = m.get("conditionId")
+    rows = cache.trades(cid) if isinstance(cid, str) and cid.strip() else None
+    start = first_trade_time(rows or [])
+    if start is not None:
+        repairs["startDate_from_first_trade"] += 1
+        return start
+    raise Excluded("parse", "missing_field", f"{where}.startDate (and event startDate, createdAt, no trades)")
 
 
 def _yes_index(outcomes: list[str]) -> int:
@@ -240,7 +277,7 @@ def construct_event(ev: object, cache: PolymarketCache, labels: Mapping[str, flo
         repairs["markets_from_string"] += 1
     if not isinstance(markets_raw, list):
         raise Excluded("parse", "bad_json", "markets is not a list")
-    markets = [_parse_market(m, i, ev, repairs) for i, m in enumerate(markets_raw)]
+    markets = [_parse_market(m, i, ev, cache, repairs) for i, m in enumerate(markets_raw)]
 
     # layout
     if not markets:
@@ -344,6 +381,7 @@ def construct_event(ev: object, cache: PolymarketCache, labels: Mapping[str, flo
         t_start=min(leg.leg_start for leg in legs), t_close=max(leg.leg_close for leg in legs),
         t_end=max(leg.leg_end or leg.leg_close for leg in legs),
         label=label, volume=volume, legs=legs, prices=prices, trades=trades,
+        same_day=next((mk.same_day for mk in markets if mk.same_day), None),
     )
 
 

@@ -224,7 +224,7 @@ EVENT_REASONS: dict[str, tuple[str, ...]] = {
     "parse": ("bad_json", "missing_field", "bad_timestamp", "bad_price", "no_price_history"),
     "layout": ("multi_market_not_negrisk", "no_markets", "negrisk_single_market"),
     "label": ("unresolved", "multiple_yes", "no_yes"),
-    "span": ("too_short",),
+    "span": ("too_short", "same_day"),
     "activity": ("low_faithful_share", "long_unfaithful_run"),
     "signal": ("nearly_certain", "flat_prices"),
     "screen": ("insufficient", "partial", "leakage", "judge_error"),

@@ -7,7 +7,7 @@ py-clob-client issues #189 and #216) and the market's trades. Raw responses go t
 of `forecast_env.envs.polymarket.cache`; `fetch_state.json` records what is complete, so a rerun
 fetches only what is missing.
 
-Transient errors (429 with Retry-After, 5xx, timeouts, connection errors, truncated or invalid JSON)
+Transient errors (429 and 5xx, honouring Retry-After, timeouts, connection errors, truncated or invalid JSON)
 are retried with exponential backoff; other 4xx are not. A price series or trade history that still
 fails is recorded as failed (summary and fetch_state) and the run goes on; a failure of the events
 listing itself raises `FetchError`.
@@ -31,6 +31,7 @@ from forecast_env.config import load_config
 from forecast_env.envs.polymarket.cache import PolymarketCache, is_safe_id
 from forecast_env.envs.polymarket.responses import (
     event_close,
+    first_trade_time,
     market_plan,
     merge_history,
     merge_trades,
@@ -221,6 +222,7 @@ class PolymarketClient:
                     retry_after = self._retry_after(response)
                 elif status >= 500:
                     cause = f"HTTP {status}"
+                    retry_after = self._retry_after(response)  # a 503 "Slow Down" may say when
                 elif status >= 400 or status < 200 or status >= 300:
                     raise HTTPStatusFailure(full, status, response.text)
                 else:
@@ -452,6 +454,19 @@ class PolymarketClient:
         self.save_state(force=False)
         return merged
 
+    def _first_trade_start(self, condition_id: str) -> tuple[datetime | None, str | None]:
+        """The first trade's time of a market with no start field (its trades are fetched first).
+
+        (None, reason) when it has no trade or its trades could not be fetched (the trades job
+        then retries them and records the failure; a rerun fetches the prices).
+        """
+        try:
+            rows = self.fetch_trades(condition_id)
+        except FetchError:
+            return None, "start_pending_trades_failed"
+        start = first_trade_time(rows)
+        return (start, None) if start is not None else (None, "no_start_and_no_trades")
+
     # -- everything ----------------------------------------------------------------------------
     def fetch_all(
         self,
@@ -464,6 +479,8 @@ class PolymarketClient:
 
         Markets with unusable fields are skipped and counted by reason; items that fail are recorded
         (summary and fetch_state.json) and the run goes on. A rerun fetches only what is missing.
+        A market with no startDate, event startDate or createdAt starts at its first trade: its
+        trades are fetched before its prices (`starts_from_first_trade`; then counted as cached).
         """
         from tqdm.auto import tqdm
 
@@ -487,6 +504,7 @@ class PolymarketClient:
             "trades_cached": 0,
             "trades_failed": 0,
             "trades_truncated": 0,
+            "starts_from_first_trade": 0,
             "failures": [],
             "requests": 0,
             "seconds": 0.0,
@@ -503,6 +521,7 @@ class PolymarketClient:
             pad = timedelta(hours=float(self.config["price_padding_hours"]))
             spans: dict[str, tuple[datetime, datetime]] = {}
             conditions: dict[str, None] = {}
+            by_first_trade: list[dict[str, Any]] = []
             for event in self.cache.events():
                 closed = event_close(event)
                 if since is not None and closed is not None and closed < since:
@@ -521,11 +540,19 @@ class PolymarketClient:
                         summary["markets_skipped"] += 1
                         reasons[reason] = reasons.get(reason, 0) + 1  # type: ignore[index]
                         continue
-                    start, end = plan["start"], min(plan["end"] + pad, max(now, plan["start"]))
-                    for token in plan["tokens"]:
-                        old = spans.get(token)
-                        spans[token] = (start, end) if old is None else (min(old[0], start), max(old[1], end))
                     conditions[plan["condition_id"]] = None
+                    if plan["start"] is None:  # no startDate, event startDate or createdAt
+                        by_first_trade.append(plan)
+                        continue
+                    _add_spans(spans, plan, plan["start"], pad, now)
+            for plan in by_first_trade:
+                start, why = self._first_trade_start(plan["condition_id"])
+                if start is None:
+                    summary["markets_skipped"] += 1
+                    reasons[why] = reasons.get(why, 0) + 1  # type: ignore[index]
+                    continue
+                summary["starts_from_first_trade"] += 1
+                _add_spans(spans, plan, start, pad, now)
             summary["price_series"] = len(spans)
             summary["trade_histories"] = len(conditions)
             jobs: list[tuple[str, str]] = [("prices", t) for t in spans] + [("trades", c) for c in conditions]
@@ -563,6 +590,21 @@ class PolymarketClient:
         self._state["last_run"] = {k: v for k, v in summary.items() if k != "failures"}
         self.save_state()
         return summary
+
+
+def _add_spans(
+    spans: dict[str, tuple[datetime, datetime]],
+    plan: Mapping[str, Any],
+    start: datetime,
+    pad: timedelta,
+    now: datetime,
+) -> None:
+    """Widen each token's price span to cover this market's [start, end + pad] (never past now)."""
+    end = min(plan["end"] + pad, max(now, start))
+    end = max(end, start)
+    for token in plan["tokens"]:
+        old = spans.get(token)
+        spans[token] = (start, end) if old is None else (min(old[0], start), max(old[1], end))
 
 
 def _note_failure(summary: dict[str, Any], kind: str, key: str, exc: Exception) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from forecast_env.envs.polymarket.cache import is_safe_id, parse_json_string_field
@@ -76,16 +76,61 @@ def market_plan(event: Mapping[str, Any], market: Any) -> tuple[dict[str, Any] |
     token_ids = [str(t) if isinstance(t, int) and not isinstance(t, bool) else t for t in tokens]
     if not all(is_safe_id(t) for t in token_ids):
         return None, "bad_clobTokenIds"
-    # A field the market lacks falls back to the event's; one it has but that does not parse skips it.
-    start, bad = _first_time([market, event], ("startDate",))
-    if start is None:
-        return None, "bad_startDate"
+    # A field the market lacks falls back (docs/design.md §4 "Leg starts"): market startDate, the
+    # event's startDate, the market's createdAt, then its first trade (start None: the downloader
+    # reads the trades first); one it has but that does not parse skips it.
+    start, bad = _first_time_of(((market, "startDate"), (event, "startDate"), (market, "createdAt")))
+    if start is None and bad is not None:
+        return None, f"bad_{bad}"
     end, bad = _first_time([market, event], ("closedTime", "endDate"))
     if end is None:
         return None, f"bad_{bad or 'endDate'}"
-    if end < start:
-        return None, "end_before_start"
+    if start is not None and end < start:
+        if not is_same_day_end(start, end):
+            return None, "end_before_start"
+        end = start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
     return {"tokens": list(dict.fromkeys(token_ids)), "condition_id": cid, "start": start, "end": end}, None
+
+
+def is_same_day_end(start: datetime, end: datetime) -> bool:
+    """True when `end` is midnight (00:00 UTC) of the day `start` falls on: a same-day market.
+
+    Real sports and daily markets carry such an `endDate` (the day's date, its time left at 00:00),
+    hours before their `startDate`; it is not a malformed timestamp (docs/design.md §4).
+    """
+    return end < start and end.date() == start.date() and (end.hour, end.minute, end.second, end.microsecond) == (
+        0, 0, 0, 0)
+
+
+def first_trade_time(rows: Iterable[Any]) -> datetime | None:
+    """The time of the earliest trade row with a readable `timestamp` (unix seconds), or None."""
+    best: float | None = None
+    for row in rows:
+        if not isinstance(row, Mapping):
+            continue
+        raw = row.get("timestamp")
+        if isinstance(raw, bool):
+            continue
+        try:
+            ts = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(ts) and ts > 0 and (best is None or ts < best):
+            best = ts
+    return None if best is None else datetime.fromtimestamp(int(best), tz=UTC)
+
+
+def _first_time_of(
+    fields: Iterable[tuple[Mapping[str, Any], str]],
+) -> tuple[datetime | None, str | None]:
+    """The first present timestamp among (record, key) pairs in order; (None, key) if a present one is bad."""
+    for record, key in fields:
+        raw = record.get(key)
+        if raw is None or raw == "":
+            continue
+        parsed = parse_api_time(raw)
+        return (parsed, None) if parsed is not None else (None, key)
+    return None, None
 
 
 def _first_time(
