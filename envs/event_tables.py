@@ -106,7 +106,7 @@ def event_row(c: Candidate) -> Row:
         "label": c.label, "volume": c.volume,
         **{k: m.get(k) for k in ("split", "rho", "max_unfaithful_run", "mid_share", "total_variation", "screen_verdict",
                                  "screen_leak", "t_all", "d_known", "cut", "cut_by", "steps_total", "steps_offered",
-                                 "late_leg_days")},
+                                 "late_leg_days", "exposure_day", "exposed_by", "exposure_words")},
     }
 
 

@@ -8,10 +8,14 @@ Stages, in the order of `schema.EVENT_STAGES` (an excluded event gets exactly on
 2. span / activity / signal - the market-side filters (`filters.py`, over the trading life).
 3. split   - train / eval by start and SCHEDULED end `t_end` (`splits.py`).
 4. schedule - label-free (`schedule.py`): grid from the day the last leg started to `t_end - 2`,
-   `T_Q` bins, then the cut `min(d_known, close day - 1)` keeps a prefix of whole bins. No eligible
+   `T_Q` bins, then the cut `min(d_known, close day - 1)` keeps a prefix of whole bins (the exposure day
+   joins it in the last pass, step 6). No eligible
    day: `late_legs` (when legs started late) or `no_forecast_dates`; no bin before the cut:
    `outcome_known_early`.
 5. screen  - the corpus-side screen at `tau*` = the last day of the last offered bin (`screen.py`).
+6. cross-question exposure - a last global pass over every kept event of the workspace (`exposure.py`):
+   the first day another visible question presupposes an event's outcome joins its cut (`exposed_early`
+   when no bin is left). The screen verdict stays the one taken at the earlier tau*.
 
 The modules: `candidate` (the record), `gamma` (Gamma parsing), `descriptions` (descriptions as of
 a date), `event_tables` (tables, merge, reading back), `funnel` (report); this one orchestrates.
@@ -44,6 +48,7 @@ from forecast_env.envs.event_tables import (
     series_frames,
     write_tables,
 )
+from forecast_env.envs.exposure import cut_exposed, recut_stored
 from forecast_env.envs.filters import EventSeries, MarketFilters
 from forecast_env.envs.funnel import BuildRun, Report, record_market_quotes, write_report
 from forecast_env.envs.gamma import construct_event, open_cache
@@ -326,6 +331,8 @@ def _finish(run: BuildRun, cands: list[Candidate], ws: Workspace, searcher: Sear
     scheduled = _schedule_all(run, in_split, beliefs, day_counts)
     record_market_quotes(run, ws, scheduled)  # docs/design.md §5: what showing market quotes would expose
     kept, screen_rows = _screen_all(run, scheduled, searcher, judge, progress)
+    # the last global pass (docs/design.md §4 "Cross-question exposure"): other kept questions may give the answer away
+    kept, foreign = cut_exposed(run, ws, kept)
 
     sched_rows: list[Row] = [
         {"event_id": c.event_id, "step": st.step, "steps_total": st.steps_total, "forecast_date": st.forecast_date,
@@ -335,6 +342,7 @@ def _finish(run: BuildRun, cands: list[Candidate], ws: Workspace, searcher: Sear
     final = [c for c, _ in kept]
     tables = assemble_tables(final, beliefs, trades_daily, sched_rows, screen_rows, run.exclusions)
     write_tables(ws, tables, run.source)
+    recut_stored(ws, foreign)
     report = write_report(ws, run, tables, time.perf_counter() - t0)
     out = dict(report[run.source])  # type: ignore[call-overload]
     out["workspace"] = str(ws.root)

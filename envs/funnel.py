@@ -48,6 +48,8 @@ class BuildRun:
     n_in: int = 0
     #: event id -> the market-quote articles it would expose (None: not counted, no article store).
     quote_docs: dict[str, list[str]] | None = None
+    #: the cross-question exposure rule's record (`exposure.cut_exposed`; None: not run).
+    cross_question: dict[str, Any] | None = None
 
     def exclude(self, eid: str, stage: str, reason: str, detail: str | None) -> None:
         self.exclusions.append((eid, stage, reason, detail))
@@ -182,7 +184,8 @@ def funnel(run: BuildRun, tables: Mapping[str, pa.Table], seconds: float) -> Rep
         "screened": scr.height,
         "screen_verdicts": verdicts,
         "screen_leaks": int(scr["leak"].sum()) if scr.height else 0,
-        "schedule_rules": schedule_rules(run.cuts, run.exclusions),
+        "schedule_rules": {**schedule_rules(run.cuts, run.exclusions),
+                           "cross_question": run.cross_question or {"enabled": False}},
         "market_quotes": market_quote_summary(run.quote_docs, ev),
         "schedule_rows": tables["schedule"].num_rows,
         "repairs": dict(run.repairs),
@@ -225,7 +228,8 @@ def write_report(ws: Workspace, run: BuildRun, tables: Mapping[str, pa.Table], s
     atomic_write_json(report_path, report)
     atomic_write_text(ws.events_dir / "report.md", render_report(report))
     write_manifest(ws.events_dir, "events", config=run.cfg,
-                   extra={"sources": sorted(k for k in report if k in SOURCE_PREFIX)})
+                   extra={"sources": sorted(k for k in report if k in SOURCE_PREFIX),
+                          "cross_question": CROSS_QUESTION_NOTE})
     return report
 
 
@@ -262,8 +266,10 @@ def render_report(report: Mapping[str, object]) -> str:
                 f"{r['d_known']['steps_cut']} dates | - |",
                 f"| outcome_known_early (no date before the cut) | - | - | "
                 f"{r['outcome_known_early']['events_excluded']} |",
+                *render_cross_question_row(r.get("cross_question") or {}),
                 "",
             ]
+            lines += render_cross_question(r.get("cross_question") or {})
         lines += render_market_quotes(f.get("market_quotes") or {})
         lines += [f"Repairs: {f['repairs'] or 'none'}; counts: {f['counts'] or 'none'}", ""]
     if report.get("totals"):
@@ -292,5 +298,35 @@ def render_market_quotes(q: Mapping[str, Any]) -> list[str]:
                   for r in rows[:QUOTE_ROWS]]
         if len(rows) > QUOTE_ROWS:
             lines.append(f"| ... | {len(rows) - QUOTE_ROWS} more events with quotes (report.json) | |")
+        lines.append("")
+    return lines
+
+
+#: The manifest's note on the cross-question rule (docs/design.md §4 "Cross-question exposure").
+CROSS_QUESTION_NOTE = ("cuts include the cross-question exposure rule over every kept event of the workspace "
+                       "(all splits and sources): adding events to a build (another source, a wider cache) can "
+                       "cut the schedules of events already built; narrowing a world never changes a cut")
+
+
+def render_cross_question_row(q: Mapping[str, Any]) -> list[str]:
+    """The `cross_question` row of report.md's schedule-rules table."""
+    if not q.get("enabled"):
+        return ["| cross_question (another question gives the answer away) | off | - | - |"]
+    return [f"| cross_question (another question gives the answer away) | {q['events_cut']} | {q['steps_cut']} dates | "
+            f"{q['events_excluded']} |"]
+
+
+def render_cross_question(q: Mapping[str, Any]) -> list[str]:
+    """The exposures behind the `cross_question` row: which question exposed which, from when, by which words."""
+    if not q.get("enabled"):
+        return []
+    lines = [f"Cross-question exposure: {q['visible_questions']} visible questions, {q['candidate_pairs']} candidate "
+             f"pairs, {q['events_exposed']} events exposed (the rule cut {q['events_cut']}); skipped by the "
+             f"detector: {q['skipped'] or 'none'}.", ""]
+    rows = q.get("exposures") or []
+    if rows:
+        lines += ["| event | exposed from | by | rule | triggering words |", "|---|---|---|---|---|"]
+        lines += [f"| {r['event_id']} | {r['day']} | {r['by']} | {r['rule']}/{r['where']} | "
+                  f"{str(r['words'])[:80].replace('|', '/')} |" for r in rows[:QUOTE_ROWS]]
         lines.append("")
     return lines

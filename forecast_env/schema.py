@@ -118,7 +118,7 @@ EVENTS = pa.schema(
         ("t_all", pa.date32()),  # day the last leg started: the first eligible day
         ("d_known", pa.date32()),  # first day an option's own price stayed >= 0.97 to its close; null: never
         ("cut", pa.date32()),  # min(d_known, close day - 1): offered bins lie wholly before it
-        ("cut_by", pa.string()),  # d_known | close: which of the two set the cut
+        ("cut_by", pa.string()),  # d_known | close | cross_question: which rule set the cut
         ("steps_total", pa.int32()),  # T_Q of the uncut schedule
         ("steps_offered", pa.int32()),  # bins before the cut (a prefix)
         ("late_leg_days", pa.int32()),  # grid days before t_all removed by the late-leg rule
@@ -132,6 +132,11 @@ EVENTS = pa.schema(
         ("total_variation", pa.float64()),
         ("screen_verdict", pa.string()),  # Sufficient | Partial | Insufficient
         ("screen_leak", pa.bool_()),
+        # cross-question exposure (docs/design.md §4): the first day another visible question presupposes this
+        # event's outcome (null: never), which question, and the words that triggered it; it joins the cut
+        ("exposure_day", pa.date32()),
+        ("exposed_by", pa.string()),
+        ("exposure_words", pa.string()),
     ]
 )
 
@@ -229,7 +234,7 @@ EVENT_REASONS: dict[str, tuple[str, ...]] = {
     "signal": ("nearly_certain", "flat_prices"),
     "screen": ("insufficient", "partial", "leakage", "judge_error"),
     "split": ("crossing_split", "outside_splits"),
-    "schedule": ("no_forecast_dates", "late_legs", "outcome_known_early"),
+    "schedule": ("no_forecast_dates", "late_legs", "outcome_known_early", "exposed_early"),
 }
 
 # ---------------------------------------------------------------------------------------------
