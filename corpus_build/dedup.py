@@ -282,10 +282,63 @@ def order_articles(df: pl.DataFrame) -> pl.DataFrame:
         "rank").with_columns(pl.col("rank").cast(pl.Int64))
 
 
+def url_pairs(ranks: pl.Series | np.ndarray, canonical_keys: Sequence[str | None] | pl.Series,
+              url_keys: Sequence[str | None] | pl.Series) -> pl.DataFrame:
+    """(rank, key) for stage (a): each article holds its canonical key and its own URL key."""
+    ranks = pl.Series("rank", ranks, dtype=pl.Int64)
+    return pl.DataFrame({
+        "rank": pl.concat([ranks, ranks]),
+        "key": pl.concat([pl.Series(canonical_keys, dtype=pl.Utf8), pl.Series(url_keys, dtype=pl.Utf8)]),
+    }).drop_nulls("key").unique()
+
+
+def url_partners(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Stage (a): (rank, partner) for every article sharing a URL key with an earlier one."""
+    return _earliest_partner(pairs)
+
+
+def title_partners(titles: pl.DataFrame, cfg: Mapping[str, Any]) -> pl.DataFrame:
+    """Stage (b) over (rank, v, key = normalized title): (rank, partner), the partner being the
+    previous member of the title group when it is within the window of visibility times."""
+    window_us = int(cfg.get("title_window_days", 7)) * 86_400 * 1_000_000
+    tdf = titles.select(["rank", "v", "key"]).filter(
+        pl.col("key").str.split(" ").list.len() >= int(cfg.get("min_title_words", 6))
+    )
+    tdf = tdf.filter(pl.col("key") != "").sort("rank").with_columns(
+        pl.col("v").cast(pl.Int64).alias("t_us"),
+    )
+    tdf = tdf.with_columns(
+        pl.col("rank").shift(1).over("key").alias("prev_rank"),
+        pl.col("t_us").shift(1).over("key").alias("prev_t"),
+    )
+    hits = tdf.filter(pl.col("prev_rank").is_not_null() & (pl.col("t_us") - pl.col("prev_t") <= window_us))
+    return hits.select([pl.col("rank").cast(pl.Int64), pl.col("prev_rank").cast(pl.Int64).alias("partner")])
+
+
+def make_hasher(cfg: Mapping[str, Any]) -> MinHasher:
+    """The MinHasher the `dedup` config section describes."""
+    return MinHasher(num_perm=int(cfg.get("num_perm", 128)), seed=int(cfg.get("seed", 1)),
+                     scheme=str(cfg.get("minhash_scheme", "affine32")),
+                     shingle_hash=str(cfg.get("shingle_hash", "fast")), k=int(cfg.get("shingle_words", 5)))
+
+
+def combine_partners(canon: pl.DataFrame, title: pl.DataFrame, lsh: pl.DataFrame) -> pl.DataFrame:
+    """(rank, partner, reason) per suppressed article: the first stage, in stage order, that pairs it."""
+    stages = [(canon, "dup_canonical_url"), (title, "dup_title"), (lsh, "dup_minhash")]
+    found = [s.with_columns(pl.lit(reason).alias("reason"), pl.lit(i).alias("stage_order"))
+             for i, (s, reason) in enumerate(stages) if s.height]
+    if not found:
+        return pl.DataFrame(schema={"rank": pl.Int64, "partner": pl.Int64, "reason": pl.Utf8})
+    hits = pl.concat([f.select(["rank", "partner", "reason", "stage_order"]) for f in found])
+    hits = hits.sort(["rank", "stage_order"]).group_by("rank", maintain_order=True).first()
+    return hits.select(["rank", "partner", "reason"])
+
+
 def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -> pl.DataFrame:
     """Apply the three stages; returns (doc_id, reason, dup_of) for every suppressed article.
 
-    `cfg` is the `dedup` section of the corpus config.
+    `cfg` is the `dedup` section of the corpus config. The out-of-core merge
+    (`corpus_build/merge.py`) runs the same stage functions over keys computed per part.
     """
     df = articles if isinstance(articles, pl.DataFrame) else pl.from_arrow(articles)
     empty = pl.DataFrame(schema={"doc_id": pl.Utf8, "reason": pl.Utf8, "dup_of": pl.Utf8})
@@ -296,45 +349,20 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
     ranks = df["rank"]
 
     # (a) canonical URL: each article holds its canonical key and its own URL key
-    url_keys = pl.DataFrame({
-        "rank": pl.concat([ranks, ranks]),
-        "key": [normalize_url(u) for u in df["canonical_url"].to_list()]
-        + [normalize_url(u) for u in df["url"].to_list()],
-    }).drop_nulls("key").unique()
-    canon = _earliest_partner(url_keys)
+    canon = url_partners(url_pairs(ranks, [normalize_url(u) for u in df["canonical_url"].to_list()],
+                                   [normalize_url(u) for u in df["url"].to_list()]))
 
     # (b) same normalized title of >= min_title_words words within the window of visibility times
-    window_us = int(cfg.get("title_window_days", 7)) * 86_400 * 1_000_000
     titles = [normalize_title(t) for t in df["title"].to_list()]
-    tdf = df.select(["rank", "v"]).with_columns(pl.Series("key", titles, dtype=pl.Utf8)).filter(
-        pl.col("key").str.split(" ").list.len() >= int(cfg.get("min_title_words", 6))
-    )
-    tdf = tdf.filter(pl.col("key") != "").sort("rank").with_columns(
-        pl.col("v").cast(pl.Int64).alias("t_us"),
-    )
-    # the earliest earlier member within the window: first rank of the group whose t >= t - window
-    tdf = tdf.with_columns(
-        pl.col("rank").shift(1).over("key").alias("prev_rank"),
-        pl.col("t_us").shift(1).over("key").alias("prev_t"),
-    )
-    title_hits = tdf.filter(pl.col("prev_rank").is_not_null() & (pl.col("t_us") - pl.col("prev_t") <= window_us))
-    # partner: the previous member of the title group (the latest earlier one, within the window)
-    title = title_hits.select(["rank", pl.col("prev_rank").cast(pl.Int64).alias("partner")])
+    title = title_partners(df.select(["rank", "v"]).with_columns(pl.Series("key", titles, dtype=pl.Utf8)), cfg)
 
     # (c) MinHash-LSH: sharing one full band with an earlier article
-    hasher = MinHasher(num_perm=int(cfg.get("num_perm", 128)), seed=int(cfg.get("seed", 1)),
-                       scheme=str(cfg.get("minhash_scheme", "affine32")),
-                       shingle_hash=str(cfg.get("shingle_hash", "fast")), k=int(cfg.get("shingle_words", 5)))
-    sig, ok = hasher.signatures(df["body"].to_list())
+    sig, ok = make_hasher(cfg).signatures(df["body"].to_list())
     lsh = lsh_partners(sig[ok], df["rank"].to_numpy()[ok], int(cfg.get("bands", 8)), int(cfg.get("rows", 16)))
 
-    stages = [(canon, "dup_canonical_url"), (title, "dup_title"), (lsh, "dup_minhash")]
-    found = [s.with_columns(pl.lit(reason).alias("reason"), pl.lit(i).alias("stage_order"))
-             for i, (s, reason) in enumerate(stages) if s.height]
-    if not found:
+    hits = combine_partners(canon, title, lsh)
+    if hits.height == 0:
         return empty
-    hits = pl.concat([f.select(["rank", "partner", "reason", "stage_order"]) for f in found])
-    hits = hits.sort(["rank", "stage_order"]).group_by("rank", maintain_order=True).first()
     ids = df.select(["rank", "doc_id"])
     return (
         hits.join(ids, on="rank")
@@ -344,27 +372,43 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
     )
 
 
+def band_partners(ranks: np.ndarray, bkeys: pa.Array | pa.ChunkedArray) -> pl.DataFrame:
+    """(rank, partner) for one band: the earliest rank holding the same exact band bytes."""
+    if len(ranks) == 0:
+        return pl.DataFrame(schema={"rank": pl.Int64, "partner": pl.Int64})
+    if pa.types.is_fixed_size_binary(bkeys.type):
+        bkeys = bkeys.cast(pa.binary())
+    pairs = pl.DataFrame({"rank": np.asarray(ranks, dtype=np.int64), "bkey": pl.from_arrow(bkeys)})
+    # group on the exact bytes: no false bucket collisions
+    first = pairs.group_by("bkey").agg(pl.col("rank").min().alias("first"))
+    return (
+        pairs.join(first, on="bkey")
+        .filter(pl.col("first") < pl.col("rank"))
+        .select(["rank", pl.col("first").alias("partner")])
+    )
+
+
+def min_partner(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """Union of (rank, partner) frames, keeping the earliest partner per rank."""
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return pl.DataFrame(schema={"rank": pl.Int64, "partner": pl.Int64})
+    return pl.concat(frames).group_by("rank").agg(pl.col("partner").min())
+
+
+def band_arrays(sig: np.ndarray, bands: int, rows: int) -> list[pa.FixedSizeBinaryArray]:
+    """Per band, each signature's band slice as a fixed-size binary array (the exact bucket key)."""
+    n = sig.shape[0]
+    out = []
+    for k in band_keys(sig, bands, rows):
+        width = k.dtype.itemsize
+        out.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(k.tobytes())]))
+    return out
+
+
 def lsh_partners(sig: np.ndarray, ranks: np.ndarray, bands: int, rows: int) -> pl.DataFrame:
     """(rank, partner) for every signature sharing a full band with an earlier-ranked one."""
     if sig.shape[0] == 0:
         return pl.DataFrame(schema={"rank": pl.Int64, "partner": pl.Int64})
-    keys = band_keys(sig, bands, rows)
-    n = len(ranks)
-    frames = []
-    for b, k in enumerate(keys):
-        width = k.dtype.itemsize
-        arr = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(k.tobytes())])
-        frames.append(pl.DataFrame({
-            "rank": ranks.astype(np.int64),
-            "band": np.full(n, b, dtype=np.int32),
-            "bkey": pl.from_arrow(arr.cast(pa.binary())),
-        }))
-    pairs = pl.concat(frames)
-    # group on the exact (band, bytes) key: no false bucket collisions
-    first = pairs.group_by(["band", "bkey"]).agg(pl.col("rank").min().alias("first"))
-    return (
-        pairs.join(first, on=["band", "bkey"])
-        .filter(pl.col("first") < pl.col("rank"))
-        .group_by("rank")
-        .agg(pl.col("first").min().alias("partner"))
-    )
+    # the earliest partner over all bands is the minimum of each band's earliest partner
+    return min_partner([band_partners(ranks, arr) for arr in band_arrays(sig, bands, rows)])

@@ -14,7 +14,6 @@ spawned process pool for `engine="local"`, Ray actors for `engine="ray"`) runs t
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import time
@@ -23,13 +22,18 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
-from forecast_env.corpus_build.dedup import find_duplicates
+from forecast_env.corpus_build.merge import (
+    PartFiles,
+    apply_dedup,
+    keys_path,
+    merge_parts,
+    write_file_errors,
+    write_store,
+)
 from forecast_env.corpus_build.warc import ReadDrop, WarcReader
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
@@ -38,7 +42,6 @@ from forecast_env.store import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_table,
-    conform,
     sha256_file,
     write_manifest,
 )
@@ -279,21 +282,6 @@ def _process_files(tasks: list[tuple[str, str, str]], cfg: dict, engine: str, wo
 # ---------------------------------------------------------------------------------------------
 
 
-def _table_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
-    return sink.getvalue()
-
-
-def write_if_changed(path: Path, table: pa.Table) -> bool:
-    """Write `table` as Parquet atomically unless the file already holds exactly these bytes."""
-    data = _table_bytes(table)
-    if path.exists() and path.stat().st_size == len(data) and sha256_file(path) == hashlib.sha256(data).hexdigest():
-        return False
-    atomic_write_bytes(path, data)
-    return True
-
-
 def _clean_temporaries(ws: Workspace) -> None:
     # leftovers of a build killed inside an atomic write
     for d in (ws.corpus_dir, ws.parts_dir, ws.articles_dir, ws.dropped_dir):
@@ -353,16 +341,14 @@ def build_corpus(
 
     # merge the parts of every input
     counters = [json.loads(all_parts[p]["done"].read_text()) for p in inputs]
-    articles = pa.concat_tables([pq.read_table(all_parts[p]["articles"]) for p in inputs]).cast(schema.ARTICLES)
-    dropped = pa.concat_tables([pq.read_table(all_parts[p]["dropped"]) for p in inputs]).cast(schema.DROPPED)
     file_errors = [e for c in counters for e in c.get("file_errors", [])]
-
-    articles_df, dedup_drops = apply_dedup(articles, cfg)
-    dropped = pa.concat_tables([dropped, dedup_drops])
-    t_dedup = time.perf_counter()
-
-    written = write_store(ws, articles_df, dropped, file_errors)
-    report = build_report(counters, dropped, articles_df.to_arrow(), file_errors)
+    # out of core (corpus_build/merge.py): dedup over keys, then the store month by month
+    merged = merge_parts(ws, [merge_part_files(all_parts[p], cfg) for p in inputs], cfg, engine=engine,
+                         workers=workers, ray_address=exec_cfg.get("ray_address"), progress=progress)
+    t_dedup = t_merge + merged.timings["keys_s"] + merged.timings["pairs_s"]
+    written, dropped = merged.written, merged.dropped
+    write_file_errors(ws, file_errors)
+    report = build_report(counters, dropped, merged.articles, file_errors)
     atomic_write_json(ws.corpus_dir / "report.json", report)
     atomic_write_bytes(ws.corpus_dir / "report.md", render_markdown(report).encode("utf-8"))
 
@@ -391,55 +377,10 @@ def build_corpus(
     }
 
 
-def apply_dedup(articles: pa.Table, cfg: dict[str, Any]) -> tuple[pl.DataFrame, pa.Table]:
-    """Remove duplicates (docs/design.md §2.8): (kept articles, dropped rows of stage "dedup")."""
-    df = pl.from_arrow(articles)
-    if not isinstance(df, pl.DataFrame):  # a table with no rows may come back as a Series
-        df = pl.DataFrame(df)
-    # the same WARC record read twice (a file under two names) is one article
-    df = df.sort(["doc_id", "warc_file", "warc_offset"])
-    repeat = df.filter(pl.col("doc_id").is_duplicated() & ~pl.col("doc_id").is_first_distinct())
-    df = df.filter(pl.col("doc_id").is_first_distinct())
-    dups = find_duplicates(df, cfg.get("dedup") or {})
-    rows = df.join(dups, on="doc_id", how="inner")
-    kept = df.join(dups.select("doc_id"), on="doc_id", how="anti")
-    dropped = pl.concat([
-        rows.select(["doc_id", "url", "warc_file", "warc_offset", pl.lit("dedup").alias("stage"),
-                     "reason", pl.lit(None, dtype=pl.Utf8).alias("detail"), "dup_of"]),
-        repeat.select(["doc_id", "url", "warc_file", "warc_offset", pl.lit("dedup").alias("stage"),
-                       pl.lit("dup_canonical_url").alias("reason"),
-                       pl.lit("same record").alias("detail"), pl.col("doc_id").alias("dup_of")]),
-    ])
-    return kept, conform(dropped.to_arrow(), schema.DROPPED)
-
-
-def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_errors: list[dict]) -> dict[str, list[str]]:
-    """Month shards, dropped tables, doc index and file errors; only changed files are rewritten."""
-    written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
-    df = articles.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("_month")).sort(
-        ["day", "doc_id", "warc_file", "warc_offset"])
-    months = sorted(df["_month"].unique().to_list()) if df.height else []
-    for month in months:
-        part = df.filter(pl.col("_month") == month)
-        table = conform(part.drop("_month").to_arrow(), schema.ARTICLES)
-        if write_if_changed(ws.articles_dir / f"{month}.parquet", table):
-            written["articles"].append(month)
-    for old in ws.articles_dir.glob("????-??.parquet"):
-        if old.stem not in months:
-            old.unlink()
-            written["removed"].append(old.name)
-
-    ddf = pl.from_arrow(dropped)
-    stages = [s for s in schema.CORPUS_STAGES]
-    for stage in stages:
-        sub = ddf.filter(pl.col("stage") == stage).sort(["warc_file", "warc_offset", "doc_id", "reason"],
-                                                        nulls_last=True)
-        target = ws.dropped_dir / f"{stage}.parquet"
-        if write_if_changed(target, conform(sub.to_arrow(), schema.DROPPED)):
-            written["dropped"].append(stage)
-    fe = pa.Table.from_pylist(sorted(file_errors, key=lambda e: e["warc_file"]), schema=schema.FILE_ERRORS)
-    write_if_changed(ws.corpus_dir / "file_errors.parquet", fe)
-    return written
+def merge_part_files(paths: dict[str, Path], cfg: dict[str, Any]) -> PartFiles:
+    """The merge's view of one part: its tables and its dedup keys sidecar."""
+    return PartFiles(articles=paths["articles"], dropped=paths["dropped"],
+                     keys=keys_path(paths["articles"], cfg.get("dedup") or {}))
 
 
 __all__ = [

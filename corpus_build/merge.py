@@ -1,0 +1,602 @@
+"""The merge after the per-WARC parts, out of core: dedup over keys, then the store month by month.
+
+The per-WARC stages leave one *part* per input (`WS/corpus/parts/`). The merge turns the parts into
+the store (docs/design.md §2.dedup, §2.10) without ever holding the corpus's bodies in one process:
+
+1. **Keys**, per part (in parallel on the core executor, cached next to the part): the columns the
+   dedup rule compares, i.e. doc id, file and offset, visibility order keys, day, the URL, canonical
+   and title keys and the MinHash band keys of the body. A part's body is read here and nowhere
+   else before the shards are written.
+2. **Order**: the order columns of every part (no keys, no bodies) give the records read twice
+   (same doc id) and each article's rank in visibility order (`dedup.order_articles`' order).
+3. **Pairs**: the three stages of `dedup` run over key columns read per stage (one band at a time),
+   split into partitions by key hash so that a task's memory is bounded; each task returns only
+   the (rank, earlier partner) pairs it found. `--engine ray` runs these tasks on Ray.
+4. **Store**: each month shard is assembled from only the kept rows of the parts that hold that
+   month, and each dropped-stage table from only that stage's rows; a file is rewritten only when
+   its bytes change. These tasks run on Ray too with `--engine ray`.
+
+Steps 3 and 4 on Ray read the parts from the workspace, so on a cluster the workspace must be on
+storage every node sees. The result is the store of `merge_in_memory` (the reference kept for tests
+and benchmarks), byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from forecast_env import schema
+from forecast_env.corpus_build.dedup import (
+    band_arrays,
+    band_partners,
+    combine_partners,
+    find_duplicates,
+    make_hasher,
+    min_partner,
+    normalize_title,
+    normalize_url,
+    title_partners,
+    url_pairs,
+    url_partners,
+)
+from forecast_env.errors import CorpusError
+from forecast_env.executor import map_unordered
+from forecast_env.store import (
+    Workspace,
+    atomic_path,
+    atomic_write_bytes,
+    atomic_write_table,
+    conform,
+    sha256_file,
+)
+
+#: Bump when the keys a part's sidecar holds change, so sidecars are recomputed.
+KEYS_VERSION = 1
+#: The `dedup` settings the keys depend on (the others apply when the stages run).
+KEY_SETTINGS = ("num_perm", "seed", "minhash_scheme", "shingle_hash", "shingle_words", "bands", "rows")
+#: The article columns the keys pass reads from a part (the only pass before the store that reads a body).
+KEY_SOURCE_COLUMNS = ("doc_id", "url", "canonical_url", "title", "body", "t", "visible_at", "t_crawl", "day",
+                      "warc_file", "warc_offset")
+#: The columns of the order pass (no keys, no text).
+ORDER_COLUMNS = ("doc_id", "warc_file", "warc_offset", "v", "t_crawl", "day")
+#: The kept articles' columns the funnel report reads (`report.build_report`).
+REPORT_COLUMNS = ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_source", "visible_moves", "day",
+                  "leak_flag", "leak_reason", "market_quote")
+#: Rows per pair-finding task: a stage's keys are split into ceil(articles / this) hash partitions.
+ROWS_PER_TASK = 4_000_000
+_SORT_SHARD = ["day", "doc_id", "warc_file", "warc_offset"]
+_SORT_DROPPED = ["warc_file", "warc_offset", "doc_id", "reason"]
+_HASH_SEED = 20250301
+
+
+def keys_schema(bands: int, rows: int) -> pa.Schema:
+    """Schema of a part's keys sidecar: order columns, URL/title keys, signature flag, one column per band."""
+    return pa.schema([
+        ("doc_id", pa.string()), ("warc_file", pa.string()), ("warc_offset", pa.int64()), ("day", pa.date32()),
+        ("v", pa.timestamp("us", tz="UTC")), ("t_crawl", pa.timestamp("us", tz="UTC")),
+        ("url_key", pa.string()), ("canon_key", pa.string()), ("title_key", pa.string()), ("sig_ok", pa.bool_()),
+        *[(f"band_{b}", pa.binary(4 * rows)) for b in range(bands)],
+    ])
+
+
+def keys_config_hash(dedup_cfg: dict[str, Any]) -> str:
+    """Hash of the key settings (a change recomputes every sidecar)."""
+    blob = f"{KEYS_VERSION}|" + "|".join(f"{k}={dedup_cfg.get(k)!r}" for k in KEY_SETTINGS)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def keys_path(articles_path: str | Path, dedup_cfg: dict[str, Any]) -> Path:
+    """Where the keys sidecar of a part's articles file lives."""
+    p = Path(articles_path)
+    base = p.name.removesuffix(".articles.parquet")
+    return p.with_name(f"{base}.keys-{keys_config_hash(dedup_cfg)}.parquet")
+
+
+@dataclass(frozen=True)
+class PartFiles:
+    """One part of the build: its articles and dropped tables and its keys sidecar."""
+
+    articles: Path
+    dropped: Path
+    keys: Path
+
+
+def part_keys(articles: pa.Table, dedup_cfg: dict[str, Any]) -> pa.Table:
+    """The dedup keys of one part's articles (same row order)."""
+    bands, rows = int(dedup_cfg.get("bands", 8)), int(dedup_cfg.get("rows", 16))
+    sig, ok = make_hasher(dedup_cfg).signatures(articles["body"].to_pylist())
+    if bands * rows != sig.shape[1]:
+        raise CorpusError(f"dedup.bands x dedup.rows = {bands} x {rows} must equal num_perm {sig.shape[1]}")
+    band_cols = band_arrays(sig, bands, rows) if articles.num_rows else [
+        pa.array([], pa.binary(4 * rows)) for _ in range(bands)]
+    v = pc.coalesce(articles["visible_at"], articles["t"])
+    cols = [
+        articles["doc_id"], articles["warc_file"], articles["warc_offset"], articles["day"], v, articles["t_crawl"],
+        pa.array([normalize_url(u) for u in articles["url"].to_pylist()], pa.string()),
+        pa.array([normalize_url(u) for u in articles["canonical_url"].to_pylist()], pa.string()),
+        pa.array([normalize_title(t) for t in articles["title"].to_pylist()], pa.string()),
+        pa.array(ok, pa.bool_()), *band_cols,
+    ]
+    sch = keys_schema(bands, rows)
+    return pa.Table.from_arrays([pa.chunked_array(c).cast(f.type) if isinstance(c, pa.ChunkedArray) else c.cast(f.type)
+                                 for c, f in zip(cols, sch)], schema=sch)
+
+
+def write_part_keys(task: tuple[str, str, dict[str, Any]]) -> str:
+    """Compute and atomically write the keys sidecar of one part: (articles path, keys path, dedup cfg)."""
+    articles_path, out, dedup_cfg = task
+    table = pq.read_table(articles_path, columns=list(KEY_SOURCE_COLUMNS))
+    atomic_write_table(out, part_keys(table, dedup_cfg), None)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# order: repeats and ranks
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Order:
+    """The visibility order of the whole build, over global row ids (parts concatenated in input order)."""
+
+    offsets: np.ndarray          # row id of each part's first row; last entry: total rows
+    ranks: np.ndarray            # per row id: its rank, -1 for a record read twice (not its first copy)
+    ranked: pl.DataFrame         # (rank, gid, doc_id, day) sorted by rank
+    repeats: pl.DataFrame        # (gid, doc_id) of the later copies of a record read twice
+
+    @property
+    def rows(self) -> int:
+        return int(self.offsets[-1])
+
+
+def read_order(keys: Sequence[Path]) -> Order:
+    """Read the order columns of every sidecar and number the articles in visibility order."""
+    frames, sizes, names = [], [], set()
+    for path in keys:
+        t = pq.read_table(path, columns=list(ORDER_COLUMNS))
+        names.update(pc.unique(t["warc_file"]).to_pylist())
+        frames.append(t)
+        sizes.append(t.num_rows)
+    # a file name as its rank among all names: the same order as the name, four bytes a row
+    name_rank = {n: i for i, n in enumerate(sorted(n for n in names if n is not None))}
+    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+    slim = []
+    for t in frames:
+        df = pl.from_arrow(t)
+        slim.append(df.select(
+            "doc_id", pl.col("warc_file").replace_strict(name_rank, default=None, return_dtype=pl.UInt32).alias("fr"),
+            "warc_offset", pl.col("v").cast(pl.Int64), pl.col("t_crawl").cast(pl.Int64), "day"))
+    del frames
+    empty = {"doc_id": pl.Utf8, "fr": pl.UInt32, "warc_offset": pl.Int64, "v": pl.Int64, "t_crawl": pl.Int64,
+             "day": pl.Date}
+    df = pl.concat(slim) if slim else pl.DataFrame(schema=empty)
+    del slim
+    df = df.with_row_index("gid").with_columns(pl.col("gid").cast(pl.Int64))
+    # the same WARC record read twice (a file under two names) is one article: its first copy
+    df = df.sort(["doc_id", "fr", "warc_offset"], maintain_order=True)
+    first = df["doc_id"].is_first_distinct()
+    repeats = df.filter(~first).select("gid", "doc_id")
+    ranked = (df.filter(first).select("gid", "doc_id", "v", "t_crawl", "day")
+              .sort(["v", "t_crawl", "doc_id"], nulls_last=True)
+              .with_row_index("rank").with_columns(pl.col("rank").cast(pl.Int64))
+              .select("rank", "gid", "doc_id", "day"))
+    del df
+    ranks = np.full(int(offsets[-1]), -1, dtype=np.int64)
+    ranks[ranked["gid"].to_numpy()] = ranked["rank"].to_numpy()
+    return Order(offsets=offsets, ranks=ranks, ranked=ranked, repeats=repeats)
+
+
+# ---------------------------------------------------------------------------------------------
+# pairs: the three stages over key columns, in bounded tasks
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairTask:
+    """One stage (url, title, or band b) over one hash partition of its keys."""
+
+    stage: str
+    band: int
+    partition: int
+    partitions: int
+    keys: tuple[str, ...]
+    ranks: str                    # .npy file of the ranks per global row id
+    offsets: tuple[int, ...]
+    cfg: dict[str, Any] = field(default_factory=dict)
+
+
+def _string_partition(col: pl.Series, task: PairTask) -> pl.Series:
+    return (col.hash(seed=_HASH_SEED) % task.partitions) == task.partition
+
+
+def _band_partition(keys: pa.Array, task: PairTask) -> np.ndarray:
+    # the band bytes are min-hash values, uniform: their first four bytes pick the partition
+    width = keys.type.byte_width
+    raw = np.frombuffer(keys.buffers()[1], dtype=np.uint8)[keys.offset * width:(keys.offset + len(keys)) * width]
+    head = raw.reshape(len(keys), width)[:, :4].copy().view("<u4").ravel()
+    return (head % np.uint32(task.partitions)) == task.partition
+
+
+def find_pairs(task: PairTask) -> pl.DataFrame:
+    """(rank, partner) of one stage over one partition: what `dedup.find_duplicates` finds there."""
+    ranks = np.load(task.ranks, mmap_mode="r")
+    frames: list[pl.DataFrame] = []
+    bands: list[tuple[np.ndarray, pa.Array]] = []
+    for i, path in enumerate(task.keys):
+        r = np.asarray(ranks[task.offsets[i]:task.offsets[i + 1]])
+        if task.stage == "url":
+            t = pq.read_table(path, columns=["url_key", "canon_key"])
+            keep = r >= 0
+            pairs = url_pairs(r[keep], pl.from_arrow(t["canon_key"]).filter(keep),
+                              pl.from_arrow(t["url_key"]).filter(keep))
+            if task.partitions > 1:
+                pairs = pairs.filter(_string_partition(pairs["key"], task))
+            frames.append(pairs)
+        elif task.stage == "title":
+            t = pq.read_table(path, columns=["title_key", "v"])
+            df = pl.DataFrame({"rank": r, "v": pl.from_arrow(t["v"]), "key": pl.from_arrow(t["title_key"])})
+            df = df.filter(pl.col("rank") >= 0)
+            if task.partitions > 1:
+                df = df.filter(_string_partition(df["key"], task))
+            frames.append(df)
+        else:
+            t = pq.read_table(path, columns=[f"band_{task.band}", "sig_ok"])
+            keys = t[f"band_{task.band}"].combine_chunks()
+            keep = (r >= 0) & t["sig_ok"].to_numpy(zero_copy_only=False)
+            if task.partitions > 1:
+                keep &= _band_partition(keys, task)
+            idx = np.flatnonzero(keep)
+            bands.append((r[idx], keys.take(pa.array(idx, pa.int64()))))
+    if task.stage == "url":
+        return url_partners(pl.concat(frames).unique()) if frames else min_partner([])
+    if task.stage == "title":
+        if not frames:
+            return min_partner([])
+        return title_partners(pl.concat(frames), task.cfg)
+    if not bands:
+        return min_partner([])
+    return band_partners(np.concatenate([b[0] for b in bands]), pa.concat_arrays([b[1] for b in bands]))
+
+
+def pair_tasks(keys: Sequence[Path], ranks_path: Path, order: Order, cfg: dict[str, Any],
+               rows_per_task: int = ROWS_PER_TASK) -> list[PairTask]:
+    """Every (stage, band, partition) task of the dedup pairs."""
+    partitions = max(1, math.ceil(order.rows / max(1, rows_per_task)))
+    common = {"keys": tuple(str(k) for k in keys), "ranks": str(ranks_path),
+              "offsets": tuple(int(o) for o in order.offsets), "cfg": dict(cfg), "partitions": partitions}
+    stages = [("url", 0), ("title", 0)] + [("band", b) for b in range(int(cfg.get("bands", 8)))]
+    return [PairTask(stage=s, band=b, partition=j, **common) for s, b in stages for j in range(partitions)]
+
+
+def _collect_hits(results: Sequence[tuple[PairTask, pl.DataFrame]]) -> pl.DataFrame:
+    by_stage: dict[str, list[pl.DataFrame]] = {"url": [], "title": [], "band": []}
+    for task, frame in results:
+        by_stage[task.stage].append(frame)
+    canon = min_partner(by_stage["url"])
+    title = min_partner(by_stage["title"])  # one title per article: partitions never share a rank
+    lsh = min_partner(by_stage["band"])
+    return combine_partners(canon, title, lsh)
+
+
+def _run_pair_task(task: PairTask) -> tuple[PairTask, pl.DataFrame]:
+    return task, find_pairs(task)
+
+
+# ---------------------------------------------------------------------------------------------
+# store: month shards and dropped tables, each from only the rows it holds
+# ---------------------------------------------------------------------------------------------
+
+
+def _table_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def write_if_changed(path: Path, table: pa.Table) -> bool:
+    """Write `table` as Parquet atomically unless the file already holds exactly these bytes."""
+    data = _table_bytes(table)
+    if path.exists() and path.stat().st_size == len(data) and sha256_file(path) == hashlib.sha256(data).hexdigest():
+        return False
+    atomic_write_bytes(path, data)
+    return True
+
+
+@dataclass(frozen=True)
+class MonthTask:
+    """One month shard: the kept rows of each part that holds the month."""
+
+    month: str
+    sources: tuple[tuple[str, np.ndarray], ...]   # (articles file, row numbers within it, ascending)
+    out: str
+
+
+@dataclass(frozen=True)
+class DroppedTask:
+    """One dropped-stage table: that stage's rows of every part, plus the dedup drops for stage dedup."""
+
+    stage: str
+    sources: tuple[str, ...]
+    extra: pa.Table | None
+    out: str
+
+
+def month_table(task: MonthTask) -> pa.Table:
+    """A month shard's table, sorted by (day, doc id), in the store's schema."""
+    tables = [pq.read_table(path).take(pa.array(rows, pa.int64())) for path, rows in task.sources]
+    df = pl.from_arrow(pa.concat_tables(tables).cast(schema.ARTICLES))
+    return conform(df.sort(_SORT_SHARD).to_arrow(), schema.ARTICLES)
+
+
+def write_month(task: MonthTask) -> tuple[str, bool, pa.Table]:
+    """Write one month shard if its bytes changed: (month, written, the report columns of its rows)."""
+    table = month_table(task)
+    written = write_if_changed(Path(task.out), table)
+    return task.month, written, table.select(list(REPORT_COLUMNS))
+
+
+def dropped_table(task: DroppedTask) -> pa.Table:
+    """A dropped-stage table, sorted by (file, offset, doc id, reason)."""
+    tables = [pq.read_table(path, filters=[("stage", "==", task.stage)]).cast(schema.DROPPED)
+              for path in task.sources]
+    if task.extra is not None:
+        tables.append(task.extra)
+    ddf = pl.from_arrow(pa.concat_tables(tables) if tables else schema.DROPPED.empty_table())
+    return conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED)
+
+
+def write_dropped(task: DroppedTask) -> tuple[str, bool]:
+    """Write one dropped-stage table if its bytes changed: (stage, written)."""
+    return task.stage, write_if_changed(Path(task.out), dropped_table(task))
+
+
+def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, pa.Table | None]:
+    if isinstance(task, MonthTask):
+        month, written, report = write_month(task)
+        return "articles", month, written, report
+    stage, written = write_dropped(task)
+    return "dropped", stage, written, None
+
+
+def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -> pa.Table:
+    """The rows of stage dedup: suppressed articles with their earliest partner, and records read twice."""
+    ids = order.ranked.select("rank", "gid", "doc_id")
+    dups = (hits.join(ids, on="rank")
+            .join(ids.select(pl.col("rank").alias("partner"), pl.col("doc_id").alias("dup_of")), on="partner")
+            .sort("rank").select("gid", "reason", pl.lit(None, dtype=pl.Utf8).alias("detail"), "dup_of"))
+    reps = order.repeats.select("gid", pl.lit("dup_canonical_url").alias("reason"),
+                                pl.lit("same record").alias("detail"), pl.col("doc_id").alias("dup_of"))
+    wanted = pl.concat([dups, reps])
+    if wanted.height == 0:
+        return schema.DROPPED.empty_table()
+    # the URL and position of each dropped row, read from its part (only those rows)
+    part_of = np.searchsorted(order.offsets, wanted["gid"].to_numpy(), side="right") - 1
+    wanted = wanted.with_columns(pl.Series("part", part_of, dtype=pl.Int64), pl.Series("seq", np.arange(wanted.height)))
+    rows = []
+    for (p,), sub in wanted.group_by(["part"]):
+        local = (sub["gid"] - int(order.offsets[p])).to_numpy()
+        t = pq.read_table(parts[p].articles, columns=["doc_id", "url", "warc_file", "warc_offset"]).take(
+            pa.array(local, pa.int64()))
+        rows.append(pl.from_arrow(t).with_columns(sub["seq"].alias("seq")))
+    info = pl.concat(rows).sort("seq")
+    out = pl.concat([info.drop("seq"), wanted.sort("seq").select(
+        pl.lit("dedup").alias("stage"), "reason", "detail", "dup_of")], how="horizontal")
+    return conform(out.select(["doc_id", "url", "warc_file", "warc_offset", "stage", "reason", "detail",
+                               "dup_of"]).to_arrow(), schema.DROPPED)
+
+
+def _month_tasks(ws: Workspace, parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -> list[MonthTask]:
+    kept = order.ranked.join(hits.select("rank"), on="rank", how="anti").select("gid", "day")
+    if kept.height == 0:
+        return []
+    part_of = np.searchsorted(order.offsets, kept["gid"].to_numpy(), side="right") - 1
+    kept = kept.with_columns(pl.Series("part", part_of, dtype=pl.Int64),
+                             pl.col("day").dt.strftime("%Y-%m").alias("month"))
+    tasks = []
+    for (month,), sub in sorted(kept.group_by(["month"]), key=lambda g: g[0][0]):
+        sources = []
+        for (p,), rows in sorted(sub.group_by(["part"]), key=lambda g: g[0][0]):
+            local = np.sort((rows["gid"] - int(order.offsets[p])).to_numpy())
+            sources.append((str(parts[p].articles), local))
+        tasks.append(MonthTask(month=month, sources=tuple(sources), out=str(ws.articles_dir / f"{month}.parquet")))
+    return tasks
+
+
+# ---------------------------------------------------------------------------------------------
+# the merge
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MergeResult:
+    """What the merge wrote and what the funnel report needs (no article text)."""
+
+    written: dict[str, list[str]]
+    dropped: pa.Table            # (stage, reason) of every dropped row, dedup included
+    articles: pa.Table           # REPORT_COLUMNS of every kept article
+    timings: dict[str, float]
+
+
+def _map(fn: Callable[[Any], Any], items: list, engine: str, workers: int, ray_address: str | None,
+         desc: str, progress: bool) -> list:
+    from tqdm import tqdm
+
+    out = []
+    with tqdm(total=len(items), desc=desc, unit="task", disable=not progress) as bar:
+        for res in map_unordered(fn, items, engine=engine, workers=workers, threads=1 if engine == "ray" else None,
+                                 ray_address=ray_address, error=CorpusError,
+                                 broken_advice="Rerun the build: finished parts and keys are kept."):
+            out.append(res)
+            bar.update(1)
+    return out
+
+
+def compute_keys(parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str = "local", workers: int = 1,
+                 ray_address: str | None = None, progress: bool = False) -> int:
+    """Write the keys sidecar of every part that lacks one; returns how many were computed."""
+    dedup_cfg = cfg.get("dedup") or {}
+    todo = [(str(p.articles), str(p.keys), dedup_cfg) for p in parts if not p.keys.exists()]
+    if todo:
+        _map(write_part_keys, todo, engine, workers, ray_address, "dedup keys", progress)
+    return len(todo)
+
+
+def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str = "local",
+                workers: int = 1, ray_address: str | None = None, progress: bool = False,
+                rows_per_task: int = ROWS_PER_TASK) -> MergeResult:
+    """Dedup every part's articles and write the store (month shards, dropped tables), out of core.
+
+    Keys are computed on the executor (`workers` processes or Ray); the pair and store tasks run in
+    this process for `engine="local"` (one task's memory at a time) and on Ray for `engine="ray"`.
+    """
+    t0 = time.perf_counter()
+    dedup_cfg = dict(cfg.get("dedup") or {})
+    compute_keys(parts, cfg, engine, workers, ray_address, progress)
+    t_keys = time.perf_counter()
+
+    order = read_order([p.keys for p in parts])
+    work = ws.corpus_dir / "merge"
+    work.mkdir(parents=True, exist_ok=True)
+    for tmp in work.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+    ranks_path = work / "ranks.npy"
+    with atomic_path(ranks_path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, order.ranks)
+    task_workers = workers if engine == "ray" else 1
+    tasks = pair_tasks([p.keys for p in parts], ranks_path, order, dedup_cfg, rows_per_task)
+    hits = _collect_hits(_map(_run_pair_task, tasks, engine, task_workers, ray_address, "dedup pairs", progress))
+    t_pairs = time.perf_counter()
+
+    dedup_rows = _dedup_drops(parts, order, hits)
+    store_tasks: list[MonthTask | DroppedTask] = list(_month_tasks(ws, parts, order, hits))
+    months = [t.month for t in store_tasks]
+    store_tasks += [DroppedTask(stage=s, sources=tuple(str(p.dropped) for p in parts),
+                                extra=dedup_rows if s == "dedup" else None, out=str(ws.dropped_dir / f"{s}.parquet"))
+                    for s in schema.CORPUS_STAGES]
+    del order
+    written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
+    reports: dict[str, pa.Table] = {}
+    for kind, name, did_write, report in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
+                                              "store", progress):
+        if did_write:
+            written[kind].append(name)
+        if report is not None:
+            reports[name] = report
+    written["articles"].sort()
+    written["dropped"] = [s for s in schema.CORPUS_STAGES if s in written["dropped"]]
+    for old in sorted(ws.articles_dir.glob("????-??.parquet")):
+        if old.stem not in months:
+            old.unlink()
+            written["removed"].append(old.name)
+    ranks_path.unlink(missing_ok=True)
+
+    stage_reason = [pq.read_table(p.dropped, columns=["stage", "reason"]) for p in parts]
+    stage_reason.append(dedup_rows.select(["stage", "reason"]))
+    dropped = pa.concat_tables([t.cast(pa.schema([("stage", pa.string()), ("reason", pa.string())]))
+                                for t in stage_reason])
+    report_sch = pa.schema([schema.ARTICLES.field(c) for c in REPORT_COLUMNS])
+    articles = pa.concat_tables([reports[m] for m in sorted(reports)]) if reports else report_sch.empty_table()
+    t_end = time.perf_counter()
+    timings = {"keys_s": round(t_keys - t0, 3), "pairs_s": round(t_pairs - t_keys, 3),
+               "store_s": round(t_end - t_pairs, 3)}
+    return MergeResult(written=written, dropped=dropped, articles=articles, timings=timings)
+
+
+def write_file_errors(ws: Workspace, file_errors: list[dict]) -> bool:
+    """The table of files that could not be read whole."""
+    fe = pa.Table.from_pylist(sorted(file_errors, key=lambda e: e["warc_file"]), schema=schema.FILE_ERRORS)
+    return write_if_changed(ws.corpus_dir / "file_errors.parquet", fe)
+
+
+# ---------------------------------------------------------------------------------------------
+# the in-memory reference (the merge before it went out of core), for tests and benchmarks
+# ---------------------------------------------------------------------------------------------
+
+
+def apply_dedup(articles: pa.Table, cfg: dict[str, Any]) -> tuple[pl.DataFrame, pa.Table]:
+    """Remove duplicates (docs/design.md §2.8) in memory: (kept articles, dropped rows of stage "dedup")."""
+    df = pl.from_arrow(articles)
+    if not isinstance(df, pl.DataFrame):  # a table with no rows may come back as a Series
+        df = pl.DataFrame(df)
+    df = df.sort(["doc_id", "warc_file", "warc_offset"])
+    repeat = df.filter(pl.col("doc_id").is_duplicated() & ~pl.col("doc_id").is_first_distinct())
+    df = df.filter(pl.col("doc_id").is_first_distinct())
+    dups = find_duplicates(df, cfg.get("dedup") or {})
+    rows = df.join(dups, on="doc_id", how="inner")
+    kept = df.join(dups.select("doc_id"), on="doc_id", how="anti")
+    dropped = pl.concat([
+        rows.select(["doc_id", "url", "warc_file", "warc_offset", pl.lit("dedup").alias("stage"),
+                     "reason", pl.lit(None, dtype=pl.Utf8).alias("detail"), "dup_of"]),
+        repeat.select(["doc_id", "url", "warc_file", "warc_offset", pl.lit("dedup").alias("stage"),
+                       pl.lit("dup_canonical_url").alias("reason"),
+                       pl.lit("same record").alias("detail"), pl.col("doc_id").alias("dup_of")]),
+    ])
+    return kept, conform(dropped.to_arrow(), schema.DROPPED)
+
+
+def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_errors: list[dict]) -> dict[str, list[str]]:
+    """In memory: month shards, dropped tables and file errors; only changed files are rewritten."""
+    written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
+    df = articles.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("_month")).sort(_SORT_SHARD)
+    months = sorted(df["_month"].unique().to_list()) if df.height else []
+    for month in months:
+        part = df.filter(pl.col("_month") == month)
+        table = conform(part.drop("_month").to_arrow(), schema.ARTICLES)
+        if write_if_changed(ws.articles_dir / f"{month}.parquet", table):
+            written["articles"].append(month)
+    for old in ws.articles_dir.glob("????-??.parquet"):
+        if old.stem not in months:
+            old.unlink()
+            written["removed"].append(old.name)
+    ddf = pl.from_arrow(dropped)
+    for stage in schema.CORPUS_STAGES:
+        sub = ddf.filter(pl.col("stage") == stage).sort(_SORT_DROPPED, nulls_last=True)
+        if write_if_changed(ws.dropped_dir / f"{stage}.parquet", conform(sub.to_arrow(), schema.DROPPED)):
+            written["dropped"].append(stage)
+    write_file_errors(ws, file_errors)
+    return written
+
+
+def merge_in_memory(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any],
+                    file_errors: list[dict] | None = None) -> tuple[dict, pa.Table, pa.Table]:
+    """The reference merge: every part's articles, bodies included, in this process.
+
+    Returns (written, all dropped rows, kept articles), the inputs of the funnel report.
+    """
+    articles = pa.concat_tables([pq.read_table(p.articles) for p in parts]).cast(schema.ARTICLES)
+    dropped = pa.concat_tables([pq.read_table(p.dropped) for p in parts]).cast(schema.DROPPED)
+    articles_df, dedup_drops = apply_dedup(articles, cfg)
+    del articles
+    dropped = pa.concat_tables([dropped, dedup_drops])
+    written = write_store(ws, articles_df, dropped, list(file_errors or []))
+    return written, dropped, articles_df.to_arrow()
+
+
+__all__ = [
+    "MergeResult",
+    "PartFiles",
+    "apply_dedup",
+    "compute_keys",
+    "find_pairs",
+    "keys_path",
+    "merge_in_memory",
+    "merge_parts",
+    "part_keys",
+    "read_order",
+    "write_file_errors",
+    "write_if_changed",
+    "write_store",
+]
