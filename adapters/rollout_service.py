@@ -12,7 +12,6 @@ records what is left (unplayed dates missing) and consolidates the run.
 
 import json
 import logging
-import os
 import secrets
 import threading
 import time
@@ -20,10 +19,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forecast_env.config import load_config
 from forecast_env.errors import RunError
+
+if TYPE_CHECKING:
+    from forecast_env.eval.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -102,36 +104,29 @@ def _event_ids(cfg: RolloutRun) -> list[str]:
 
 
 def ensure_run_record(cfg: RolloutRun) -> Path:
-    """Create `WS/runs/<run_id>/run.json` (like a runner's) unless it exists with the same settings."""
-    from forecast_env.eval import runner
-    from forecast_env.store import Workspace, atomic_write_json
+    """Create `WS/runs/<run_id>/` (a runner's record with engine, unit and session) or join it when it exists
+    with the same settings (every process serving the environment records into one run)."""
+    return open_rollout_run(cfg).dir
+
+
+def open_rollout_run(cfg: RolloutRun) -> "Run":
+    """The run the rollouts of `cfg` are recorded in (`eval/runs.py`), created or joined."""
+    from forecast_env.eval import runs
+    from forecast_env.store import Workspace
 
     if not cfg.workspace or not cfg.run_id:
         raise RunError(f"a rollout run needs a workspace and a run id (got {cfg.workspace!r}, {cfg.run_id!r})")
     ws = Workspace.at(cfg.workspace)
-    run_dir = ws.runs_dir / cfg.run_id
-    path = run_dir / "run.json"
     env_cfg = load_config("env", overrides=dict(cfg.env))  # as the runner records it (the split is its own field)
-    unit = "event" if cfg.episode else "date"
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunError(f"{path}: unreadable ({exc}); choose a new run_id") from exc
-        if old.get("engine") != "verifiers" or old.get("unit") != unit or old.get("split") != cfg.split \
-                or old.get("event_ids") != _event_ids(cfg) \
-                or (old.get("config") or {}).get("env") != json.loads(json.dumps(dict(env_cfg), default=str)):
-            raise RunError(f"{run_dir} holds a run with another engine, unit, split, event set or env config; "
-                           "choose a new run_id")
-        return run_dir
-    ids = _event_ids(cfg)
-    spec = runner.AgentSpec("verifiers", cfg.label, {})
-    rec = runner.run_record(ws, cfg.run_id, cfg.split, ids, [spec], 1, 0, load_config("benchmark"), env_cfg)
-    rec.update(session="episode" if cfg.episode else "per_date", engine="verifiers", unit=unit, mode="episode",
-               world=None, status="running")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, json.loads(json.dumps(rec, default=str)))
-    return run_dir
+    rec = runs.run_record(ws, cfg.run_id, cfg.split, _event_ids(cfg), [runs.AgentSpec("verifiers", cfg.label, {})],
+                          1, 0, load_config("benchmark"), env_cfg, session=_session_kind(cfg),
+                          extra={"engine": "verifiers", "unit": "event" if cfg.episode else "date"})
+    return runs.open_run(ws, rec, if_exists="join")
+
+
+def _session_kind(cfg: RolloutRun) -> str:
+    """A whole-event rollout keeps its own chat (`episode`); a per-date one sees one date alone (`per_date`)."""
+    return "episode" if cfg.episode else "per_date"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,9 +162,9 @@ class EnvironmentService:
 
         self.cfg = cfg
         self.ws = Workspace.at(cfg.workspace)
-        self.run_dir = ensure_run_record(cfg)
-        self.record = json.loads((self.run_dir / "run.json").read_text())
-        self.session_kind = "episode" if cfg.episode else "per_date"
+        self.run = open_rollout_run(cfg)
+        self.run_dir = self.run.dir
+        self.session_kind = _session_kind(cfg)
         self._env_lock = threading.Lock()
         self._lock = threading.Lock()
         self._idle: list[Any] = []
@@ -188,8 +183,7 @@ class EnvironmentService:
         """Start a rollout's session at (event, step) (step None: the whole event); returns its id."""
         with self._env_lock:
             env = self._acquire()
-            rollout = self._claim_rollout(event_id)
-            env.unwrapped.rollout = rollout
+            rollout = self.run.claim_rollout(self.cfg.label, event_id)
             options: dict[str, Any] = {"event_id": event_id, "rollout": rollout}
             if step is not None:
                 options["step"] = step
@@ -277,23 +271,11 @@ class EnvironmentService:
 
     def consolidate(self) -> dict[str, Any]:
         """Write the run's tables from its parts and update run.json (status, counts, summary)."""
-        import polars as pl
-
-        from forecast_env.eval import runner
-        from forecast_env.eval.metrics import quick_summary
-        from forecast_env.store import atomic_write_json, write_manifest
-
-        ids = list(self.record["event_ids"])
-        counts = runner.consolidate(self.run_dir, self.ws.root, self.cfg.run_id, ids)
-        summary = quick_summary(pl.read_parquet(self.run_dir / "forecasts.parquet"))
-        parts = list(runner.iter_parts(self.run_dir))
-        rec = json.loads((self.run_dir / "run.json").read_text())
-        rec.update(status="complete" if parts and all(p.get("complete", True) for p in parts) else "incomplete",
-                   episodes_done=counts["episodes"], rollouts_recorded=len(parts), summary=summary.to_dicts())
-        atomic_write_json(self.run_dir / "run.json", json.loads(json.dumps(rec, default=str)))
-        write_manifest(self.run_dir, "run", files=[self.run_dir / n for n in (
-            "forecasts.parquet", "tool_calls.parquet", "notebook.parquet", "trajectories.jsonl", "events.parquet",
-            "market.parquet")], extra={"run_id": self.cfg.run_id})
+        counts = self.run.consolidate()
+        parts = list(self.run.parts())
+        self.run.finish(complete=bool(parts) and all(p.get("complete", True) for p in parts),
+                        episodes_done=counts["episodes"], rollouts_recorded=len(parts),
+                        summary=self.run.summary().to_dicts())
         return counts
 
     # -- internals --------------------------------------------------------------------------------
@@ -310,21 +292,6 @@ class EnvironmentService:
             self._owner = ForecastEnv(self.ws.root, split=self.cfg.split, config=overrides)
             return self._owner
         return ForecastEnv(self.ws.root, split=self.cfg.split, config=overrides, searcher=self._owner.searcher)
-
-    def _claim_rollout(self, event_id: str) -> int:
-        """The next rollout number of (label, event) in the run, claimed with an exclusive file so that
-        processes recording into one run never share one."""
-        from forecast_env.eval import runner
-
-        folder = runner.part_path(self.run_dir, runner.Task(self.cfg.label, event_id, 0)).parent
-        folder.mkdir(parents=True, exist_ok=True)
-        k = 0
-        while True:
-            try:
-                os.close(os.open(folder / f"r{k}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-                return k
-            except FileExistsError:
-                k += 1
 
     def _pop(self, sid: Any) -> _Session | None:
         with self._lock:
@@ -355,18 +322,18 @@ class EnvironmentService:
                           default=str)
 
     def _write(self, session: _Session, messages: Any, model: str | None, complete: bool) -> dict[str, Any]:
-        from forecast_env.eval import runner
+        from forecast_env.eval.runs import Task
 
         log_ = session.env.unwrapped.episode_log()
         forecasts = [r for r in log_["forecasts"] if session.step is None or r["step"] == session.step]
         log_ = {**log_, "forecasts": forecasts,
                 "tool_calls": [r for r in log_["tool_calls"] if session.step is None or r["step"] == session.step],
                 "notebook": [r for r in log_["notebook"] if session.step is None or r["step"] == session.step]}
-        ctx = {"run_id": self.cfg.run_id, "run_dir": str(self.run_dir)}
-        runner.write_part(ctx, runner.Task(self.cfg.label, session.event_id, session.rollout), log_, messages, 0,
-                          round(time.perf_counter() - session.started, 3),
-                          extra={"session": self.session_kind, "complete": complete, "engine": "verifiers",
-                                 "unit_step": session.step, "model": model, "trace_id": session.trace_id})
+        self.run.record_part(Task(self.cfg.label, session.event_id, session.rollout), log_, seed=0,
+                             seconds=round(time.perf_counter() - session.started, 3), session=self.session_kind,
+                             messages=messages, complete=complete,
+                             extra={"engine": "verifiers", "unit_step": session.step, "model": model,
+                                    "trace_id": session.trace_id})
         scores = [{k: r.get(k) for k in ("step", "forecast_date", "brier", "accuracy", "log_vs_market", "fallback")}
                   for r in forecasts if not r.get("missing") and r.get("brier") is not None]
         scores = json.loads(json.dumps(scores, default=str))
