@@ -13,11 +13,13 @@ spawned process pool for `engine="local"`, Ray actors for `engine="ray"`) runs t
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,8 @@ from forecast_env.corpus_build.merge import (
     write_file_errors,
     write_store,
 )
-from forecast_env.corpus_build.warc import ReadDrop, WarcReader
+from forecast_env.corpus_build.source import Source
+from forecast_env.corpus_build.warc import ReadDrop, WarcReader, fault_kind
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (
@@ -49,7 +52,7 @@ from forecast_env.store import (
 #: Config keys that change what `process_warc` produces (a change invalidates every part).
 PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "timestamps", "leakage")
 #: Config keys that do not change the corpus (excluded from the snapshot id).
-EXECUTION_KEYS = ("execution",)
+EXECUTION_KEYS = ("execution", "source")  # source: where files are served from and how politely
 #: Sections only the index build and the searcher read: they do not change which articles the corpus
 #: holds, so the corpus snapshot id leaves them out (the index has its own hash).
 INDEX_KEYS = ("embed", "index", "retrieval")
@@ -107,102 +110,180 @@ def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
     return _WORKER
 
 
-def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tuple[pa.Table, pa.Table, dict, list[dict]]:
-    """Run stages 1-7 over one WARC file: (articles, dropped, counters, file_errors)."""
-    from forecast_env.corpus_build.extract import extract_page, normalize_text
-    from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
-    from forecast_env.corpus_build.quality import apply_filters
-    from forecast_env.corpus_build.timestamps import assign_timestamps, check_visibility
+#: Records per chunk of the per-file stages: language identification, the kept rows and the part's
+#: row groups go chunk by chunk, and each page's HTML is dropped once extracted, so a worker's memory
+#: does not grow with its file.
+CHUNK_RECORDS = 512
 
-    cfg = config if config is not None else load_config("corpus")
-    tools = _tools(cfg)
-    path = Path(path)
-    name = path.name
-    t0 = time.perf_counter()
-    start, end = _as_date(cfg.get("corpus_start")), _as_date(cfg.get("corpus_end"))
-    min_score = float(cfg["language"]["min_english_score"])
-    ts_cfg = cfg.get("timestamps") or {}
-    min_year, max_year = int(ts_cfg.get("min_year", 2010)), int(ts_cfg.get("max_year", 2030))
-    visibility = check_visibility(str(ts_cfg.get("visibility", "conservative")))  # before any record
-    leak_on = bool((cfg.get("leakage") or {}).get("enabled", True))
 
-    kept: list[dict] = []
-    dropped: list[dict] = []
+class FileRun:
+    """Stages 1-7 over one WARC source, chunk by chunk: iterate `chunks()` for (articles, dropped)
+    tables, then read `counters`, `file_errors` and, for a remote source, `identity` (size, ETag,
+    sha256 computed while streaming). A transfer failure raises `stream.TransferError`."""
 
-    def drop(stage: str, reason: str, url: str | None, offset: int, doc_id: str | None = None,
-             detail: str | None = None) -> None:
-        dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
-                        "stage": stage, "reason": reason, "detail": detail, "dup_of": None})
+    def __init__(self, source: str | Path | Source, config: dict[str, Any] | None = None, *, limiter: Any = None,
+                 keep_dir: str | Path | None = None, sleep: Callable[[float], None] | None = None,
+                 on_bytes: Callable[[int], None] | None = None, client: Any = None) -> None:
+        self.source = source if isinstance(source, Source) else None
+        self.path = None if self.source is not None and self.source.remote else Path(
+            self.source.uri if self.source is not None else source)
+        self.name = self.source.name if self.source is not None else Path(source).name
+        self.cfg = config if config is not None else load_config("corpus")
+        self.limiter, self.keep_dir, self.sleep, self.on_bytes, self.client = limiter, keep_dir, sleep, on_bytes, client
+        self.counters: dict[str, Any] = {}
+        self.file_errors: list[dict] = []
+        self.identity: dict[str, Any] | None = None
 
-    reader = WarcReader(path, int(cfg["read"]["max_payload_bytes"]))
-    pages = []
-    for item in reader:
-        if isinstance(item, ReadDrop):
-            drop("read", item.reason, item.url, item.offset, None, item.detail)
-            continue
-        doc_id = make_doc_id(item.record_id, item.url, item.crawl_time)
-        try:
-            ext = extract_page(item.html, item.url)
-            title = normalize_text(ext.title) if ext.title else None
-            summary = normalize_text(ext.summary) if ext.summary else None
-            body = normalize_text(ext.body) if ext.body else ""
-        except Exception as exc:
-            drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
-            continue
-        if not body.strip():
-            drop("extract", "no_body", item.url, item.offset, doc_id)
-            continue
-        pages.append((item, doc_id, ext, title or None, summary or None, body))
+    def chunks(self) -> Iterator[tuple[pa.Table, pa.Table]]:
+        from forecast_env.corpus_build.source import open_source
+        from forecast_env.corpus_build.stream import HttpSettings
 
-    scores = tools["lid"].english_scores([p[5] for p in pages]) if pages else []
-    for (item, doc_id, ext, title, summary, body), score in zip(pages, scores):
-        if score < min_score:
-            drop("lang", "not_english", item.url, item.offset, doc_id, f"{score:.3f}")
-            continue
-        try:
-            res = apply_filters(body, tools["filters"])
-            if not res.keep:
-                drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail)
+        t0 = time.perf_counter()
+        max_payload = int(self.cfg["read"]["max_payload_bytes"])
+        if self.path is not None:
+            reader = WarcReader(self.path, max_payload)
+            yield from self._stages(reader)
+        else:
+            settings = HttpSettings.from_config(self.cfg)
+            with open_source(self.source, settings, limiter=self.limiter, keep_dir=self.keep_dir, sleep=self.sleep,
+                             on_bytes=self.on_bytes, client=self.client) as fh:
+                if self.source.kind == "s3":
+                    from forecast_env.corpus_build.stream import CheckedReader
+
+                    fh = CheckedReader(fh)
+                reader = WarcReader(fh, max_payload, name=self.name)
+                yield from self._stages(reader)
+                if getattr(fh, "failure", None) is not None:
+                    raise fh.failure
+                self.identity = fh.identity()
+        if reader.error:
+            self.file_errors.append({"warc_file": self.name, "error": reader.error,
+                                     "records_read": reader.records_read})
+        self.counters = {
+            "warc_file": self.name,
+            "records_in": reader.responses,
+            "non_response_skipped": reader.skipped_non_response,
+            "kept": self._kept,
+            "dropped": self._dropped,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+
+    def _stages(self, reader: WarcReader) -> Iterator[tuple[pa.Table, pa.Table]]:
+        from forecast_env.corpus_build.extract import extract_page, normalize_text
+
+        cfg = self.cfg
+        self._tools = _tools(cfg)
+        self._kept = self._dropped = 0
+        self._start, self._end = _as_date(cfg.get("corpus_start")), _as_date(cfg.get("corpus_end"))
+        self._min_score = float(cfg["language"]["min_english_score"])
+        ts_cfg = cfg.get("timestamps") or {}
+        self._years = int(ts_cfg.get("min_year", 2010)), int(ts_cfg.get("max_year", 2030))
+        from forecast_env.corpus_build.timestamps import check_visibility
+
+        self._visibility = check_visibility(str(ts_cfg.get("visibility", "conservative")))  # before any record
+        self._leak_on = bool((cfg.get("leakage") or {}).get("enabled", True))
+        name = self.name
+        dropped: list[dict] = []
+        pages: list = []
+
+        def drop(stage: str, reason: str, url: str | None, offset: int, doc_id: str | None = None,
+                 detail: str | None = None) -> None:
+            dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
+                            "stage": stage, "reason": reason, "detail": detail, "dup_of": None})
+
+        for item in reader:
+            if isinstance(item, ReadDrop):
+                drop("read", item.reason, item.url, item.offset, None, item.detail)
+            else:
+                doc_id = make_doc_id(item.record_id, item.url, item.crawl_time)
+                try:
+                    ext = extract_page(item.html, item.url)
+                    title = normalize_text(ext.title) if ext.title else None
+                    summary = normalize_text(ext.summary) if ext.summary else None
+                    body = normalize_text(ext.body) if ext.body else ""
+                except Exception as exc:
+                    drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
+                    continue
+                if not body.strip():
+                    drop("extract", "no_body", item.url, item.offset, doc_id)
+                    continue
+                pages.append((dataclasses.replace(item, html=""), doc_id, ext, title or None, summary or None, body))
+            if len(pages) >= CHUNK_RECORDS or len(dropped) >= 4 * CHUNK_RECORDS:
+                yield self._finish(pages, dropped, drop)
+                pages, dropped = [], []
+        if pages or dropped:
+            yield self._finish(pages, dropped, drop)
+            pages.clear()
+
+    def _finish(self, pages: list, dropped: list[dict], drop: Callable[..., None]) -> tuple[pa.Table, pa.Table]:
+        """Stages 4-7 over one chunk of extracted pages: (kept articles, every drop of the chunk)."""
+        from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
+        from forecast_env.corpus_build.quality import apply_filters
+        from forecast_env.corpus_build.timestamps import assign_timestamps
+
+        tools, name = self._tools, self.name
+        min_year, max_year = self._years
+        start, end = self._start, self._end
+        kept: list[dict] = []
+        scores = tools["lid"].english_scores([p[5] for p in pages]) if pages else []
+        for (item, doc_id, ext, title, summary, body), score in zip(pages, scores):
+            if score < self._min_score:
+                drop("lang", "not_english", item.url, item.offset, doc_id, f"{score:.3f}")
                 continue
-            body = res.text if res.text is not None else body
-            ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year,
-                                   visibility)
-            if start is not None and ts.day < start:
-                drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat())
+            try:
+                res = apply_filters(body, tools["filters"])
+                if not res.keep:
+                    drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail)
+                    continue
+                body = res.text if res.text is not None else body
+                ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year,
+                                       self._visibility)
+                if start is not None and ts.day < start:
+                    drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat())
+                    continue
+                if end is not None and ts.day > end:
+                    drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
+                    continue
+                flag, why = screen_leakage(body, title, ts.visible_at) if self._leak_on else (False, None)
+                market_quote = find_market_quote(body, title, summary) is not None
+            except Exception as exc:
+                drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
                 continue
-            if end is not None and ts.day > end:
-                drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
-                continue
-            flag, why = screen_leakage(body, title, ts.visible_at) if leak_on else (False, None)
-            market_quote = find_market_quote(body, title, summary) is not None
-        except Exception as exc:
-            drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
-            continue
-        kept.append({
-            "doc_id": doc_id, "url": item.url, "canonical_url": ext.canonical_url or None,
-            "title": title, "summary": summary, "body": body,
-            "t_pub": ts.t_pub, "t_mod": ts.t_mod, "t_crawl": ts.t_crawl, "t": ts.t,
-            "t_source": ts.t_source, "t_rule": ts.t_rule, "t_pub_rule": ts.t_pub_rule,
-            "t_mod_rule": ts.t_mod_rule, "visible_at": ts.visible_at, "visible_source": ts.visible_source,
-            "visible_moves": [{"rule": r, "days": d} for r, d in ts.moves], "day": ts.day,
-            "lang_score": float(score), "leak_flag": bool(flag), "leak_reason": why, "market_quote": market_quote,
-            "warc_file": name, "warc_offset": item.offset,
-        })
+            kept.append({
+                "doc_id": doc_id, "url": item.url, "canonical_url": ext.canonical_url or None,
+                "title": title, "summary": summary, "body": body,
+                "t_pub": ts.t_pub, "t_mod": ts.t_mod, "t_crawl": ts.t_crawl, "t": ts.t,
+                "t_source": ts.t_source, "t_rule": ts.t_rule, "t_pub_rule": ts.t_pub_rule,
+                "t_mod_rule": ts.t_mod_rule, "visible_at": ts.visible_at, "visible_source": ts.visible_source,
+                "visible_moves": [{"rule": r, "days": d} for r, d in ts.moves], "day": ts.day,
+                "lang_score": float(score), "leak_flag": bool(flag), "leak_reason": why, "market_quote": market_quote,
+                "warc_file": name, "warc_offset": item.offset,
+            })
+        articles = pa.Table.from_pylist(kept, schema=schema.ARTICLES)
+        drops = pa.Table.from_pylist(dropped, schema=schema.DROPPED)
+        self._kept += articles.num_rows
+        self._dropped += drops.num_rows
+        return articles, drops
 
-    articles = pa.Table.from_pylist(kept, schema=schema.ARTICLES)
-    drops = pa.Table.from_pylist(dropped, schema=schema.DROPPED)
-    file_errors = []
-    if reader.error:
-        file_errors.append({"warc_file": name, "error": reader.error, "records_read": reader.records_read})
-    counters = {
-        "warc_file": name,
-        "records_in": reader.responses,
-        "non_response_skipped": reader.skipped_non_response,
-        "kept": articles.num_rows,
-        "dropped": drops.num_rows,
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    return articles, drops, counters, file_errors
+
+def process_warc(path: str | Path | Source, config: dict[str, Any] | None = None,
+                 **stream: Any) -> tuple[pa.Table, pa.Table, dict, list[dict]]:
+    """Run stages 1-7 over one WARC file or source: (articles, dropped, counters, file_errors).
+
+    The rows come in file order (drops of a chunk after its records' kept rows are decided); `stream`
+    passes `limiter`, `keep_dir`, `sleep`, `client` to a remote source (see `FileRun`).
+    """
+    run = FileRun(path, config, **stream)
+    arts, drops = [], []
+    for a, d in run.chunks():
+        arts.append(a)
+        drops.append(d)
+    articles = pa.concat_tables(arts).cast(schema.ARTICLES) if arts else schema.ARTICLES.empty_table()
+    dropped = pa.concat_tables(drops).cast(schema.DROPPED) if drops else schema.DROPPED.empty_table()
+    counters = dict(run.counters)
+    if run.identity is not None:
+        counters["source"] = run.identity
+    return articles, dropped, counters, run.file_errors
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,9 +291,15 @@ def process_warc(path: str | Path, config: dict[str, Any] | None = None) -> tupl
 # ---------------------------------------------------------------------------------------------
 
 
-def part_key(path: str | Path, cfg: dict[str, Any]) -> str:
-    """Key of one input's part: its path, size and mtime plus the per-file config hash."""
-    p = Path(path).resolve()
+def part_key(path: str | Path | Source, cfg: dict[str, Any]) -> str:
+    """Key of one input's part: its path, size and mtime plus the per-file config hash.
+
+    A remote source is keyed by its identity (the Common Crawl path, else the URL), never by the
+    server or mirror it comes from, so changing `corpus.source.base_url` redoes nothing."""
+    if isinstance(path, Source) and path.remote:
+        blob = f"{PART_VERSION}|remote|{path.identity}|{per_file_config_hash(cfg)}"
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    p = Path(path.uri if isinstance(path, Source) else path).resolve()
     st = p.stat()
     blob = f"{PART_VERSION}|{p}|{st.st_size}|{st.st_mtime_ns}|{per_file_config_hash(cfg)}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -232,27 +319,85 @@ def part_paths(parts_dir: Path, path: Path, key: str) -> dict[str, Path]:
             "done": Path(f"{base}.json")}
 
 
+def failed_path(paths: dict[str, Path]) -> Path:
+    """Where a part's transfer failure is recorded (a rerun retries the file and removes it)."""
+    return paths["done"].with_name(paths["done"].name[: -len(".json")] + ".failed.json")
+
+
+def _name_path(item: Path | Source) -> Path:
+    return Path(item.name) if isinstance(item, Source) else Path(item)
+
+
 def part_done(paths: dict[str, Path]) -> bool:
     """A part is finished when its counters JSON (written last) and both tables exist."""
     return all(p.exists() for p in paths.values())
 
 
-def run_part(path: str, parts_dir: str, key: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Process one WARC file and write its part atomically (the JSON marker last)."""
-    p = Path(path)
-    paths = part_paths(Path(parts_dir), p, key)
-    articles, dropped, counters, file_errors = process_warc(p, config)
-    atomic_write_table(paths["articles"], articles, schema.ARTICLES)
-    atomic_write_table(paths["dropped"], dropped, schema.DROPPED)
-    counters = {**counters, "part_key": key, "sha256": sha256_file(p), "size": p.stat().st_size,
-                "file_errors": file_errors}
+def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any], limiter: Any = None,
+             keep_dir: str | None = None, sleep: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Process one WARC file or source and write its part atomically (the JSON marker last).
+
+    Rows are written chunk by chunk (`FileRun`), so memory stays flat. A remote file whose ETag changes
+    mid-transfer is restarted from zero (at most `stream.MAX_FILE_RESTARTS` times); a transfer that
+    fails is recorded in `<part>.failed.json` (no part: a rerun retries it) and returned with
+    `failed` set, so the build goes on with the other files.
+    """
+    import pyarrow.parquet as pq
+
+    from forecast_env.corpus_build.stream import MAX_FILE_RESTARTS, FileChanged, TransferError
+    from forecast_env.store import atomic_path
+
+    src: Path | Source = path if isinstance(path, Source) and path.remote else Path(
+        path.uri if isinstance(path, Source) else path)
+    paths = part_paths(Path(parts_dir), _name_path(src), key)
+    failed = failed_path(paths)
+    restarts = 0
+    while True:
+        run = FileRun(src, config, limiter=limiter, keep_dir=keep_dir, sleep=sleep)
+        try:
+            with atomic_path(paths["articles"]) as ta, atomic_path(paths["dropped"]) as td:
+                wa = pq.ParquetWriter(ta, schema.ARTICLES, compression="zstd")
+                wd = pq.ParquetWriter(td, schema.DROPPED, compression="zstd")
+                try:
+                    for arts, drops in run.chunks():
+                        wa.write_table(arts.cast(schema.ARTICLES))
+                        wd.write_table(drops.cast(schema.DROPPED))
+                finally:
+                    wa.close()
+                    wd.close()
+            break
+        except FileChanged as exc:
+            restarts += 1
+            if restarts <= MAX_FILE_RESTARTS:
+                continue
+            return _record_failure(failed, src, exc.kind, str(exc), restarts)
+        except TransferError as exc:
+            return _record_failure(failed, src, exc.kind, str(exc), restarts)
+    counters = dict(run.counters)
+    if run.identity is not None:  # streamed: size and sha256 computed while reading
+        ident = run.identity
+        counters.update(sha256=ident["sha256"], size=ident["size"],
+                        source={k: v for k, v in ident.items() if k not in ("sha256", "size", "gzip_fault")},
+                        restarts_from_zero_etag=restarts)
+    else:
+        counters.update(sha256=sha256_file(src), size=src.stat().st_size)
+    counters = {**counters, "part_key": key, "file_errors": run.file_errors}
     atomic_write_json(paths["done"], counters)
+    failed.unlink(missing_ok=True)
     return counters
 
 
-def _run_part_task(task: tuple[str, str, str, dict[str, Any]]) -> str:
-    run_part(*task)
-    return task[0]
+def _record_failure(failed: Path, src: Path | Source, kind: str, reason: str, restarts: int) -> dict[str, Any]:
+    record = {"warc_file": src.name, "uri": src.uri if isinstance(src, Source) else str(src), "kind": kind,
+              "error": reason[:500], "restarts": restarts, "failed": True}
+    atomic_write_json(failed, record)
+    return record
+
+
+def _run_part_task(task: tuple) -> tuple[str, dict[str, Any]]:
+    counters = run_part(*task)
+    item = task[0]
+    return (item.uri if isinstance(item, Source) else str(item)), counters
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,21 +405,79 @@ def _run_part_task(task: tuple[str, str, str, dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _process_files(tasks: list[tuple[str, str, str]], cfg: dict, engine: str, workers: int, progress: bool,
-                   ray_address: str | None, on_file_done: Callable[[str], None] | None) -> None:
-    """Run `run_part` over the pending files on the core executor (local pool or Ray), one bar."""
+def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine: str, workers: int, progress: bool,
+                   ray_address: str | None, on_file_done: Callable[[str], None] | None,
+                   keep_warc: str | Path | None = None) -> dict[str, Any] | None:
+    """Run `run_part` over the pending files on the core executor (local pool or Ray), one bar.
+
+    Remote files share one politeness limiter (`stream.start_limiter`); the bar counts files, records
+    and bytes. Returns the limiter's statistics (None when every file was local)."""
     from tqdm import tqdm
 
+    from forecast_env.corpus_build.stream import HttpSettings, start_limiter
+    from forecast_env.executor import ray_session
+
+    remote = any(isinstance(t[0], Source) and t[0].remote for t in tasks)
+    keep = str(Path(keep_warc).expanduser().resolve()) if keep_warc else None
     bar = tqdm(total=len(tasks), desc="WARC files", unit="file", disable=not progress)
+    t0, records, nbytes, failed = time.perf_counter(), 0, 0, 0
+    stats = None
+    with contextlib.ExitStack() as stack:
+        limiter = None
+        if remote:
+            settings = HttpSettings.from_config(cfg)
+            if engine == "ray":
+                stack.enter_context(ray_session(ray_address, workers, CorpusError))
+                if ray_address:
+                    check_shared_storage(Path(tasks[0][1]))
+            limiter = stack.enter_context(start_limiter(settings, engine, min(workers, len(tasks))))
+        try:
+            for path, counters in map_unordered(_run_part_task, [(p, d, k, cfg, limiter, keep) for p, d, k in tasks],
+                                                engine=engine, workers=workers, threads=None, ray_address=ray_address,
+                                                error=CorpusError,
+                                                broken_advice="Rerun the build: finished files are kept."):
+                bar.update(1)
+                failed += bool(counters.get("failed"))
+                records += int(counters.get("records_in") or 0)
+                nbytes += int(counters.get("size") or 0)
+                dt = max(time.perf_counter() - t0, 1e-9)
+                bar.set_postfix_str(f"{records:,} records, {nbytes / 1e6:,.1f} MB ({nbytes / 1e6 / dt:,.1f} MB/s)"
+                                    + (f", {failed} failed" if failed else ""))
+                if on_file_done:
+                    on_file_done(path)
+        finally:
+            bar.close()
+            if limiter is not None:
+                with contextlib.suppress(Exception):
+                    stats = dict(limiter.stats())
+    return stats
+
+
+def check_shared_storage(parts_dir: Path) -> None:
+    """On a Ray cluster, check every alive node sees `parts_dir` (each task writes its part there)."""
+    import uuid
+
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    parts_dir.mkdir(parents=True, exist_ok=True)
+    probe = parts_dir / f".probe-{uuid.uuid4().hex[:8]}"
+    probe.write_text("probe")
     try:
-        for path in map_unordered(_run_part_task, [(p, d, k, cfg) for p, d, k in tasks], engine=engine,
-                                  workers=workers, threads=None, ray_address=ray_address, error=CorpusError,
-                                  broken_advice="Rerun the build: finished files are kept."):
-            bar.update(1)
-            if on_file_done:
-                on_file_done(path)
+        @ray.remote(num_cpus=0)
+        def _sees(path: str) -> bool:
+            return os.path.exists(path)
+
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        refs = {n["NodeManagerAddress"]: _sees.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+            n["NodeID"], soft=False)).remote(str(probe)) for n in nodes}
+        blind = [addr for addr, ref in refs.items() if not ray.get(ref)]
     finally:
-        bar.close()
+        probe.unlink(missing_ok=True)
+    if blind:
+        raise CorpusError(f"the workspace folder {parts_dir.parent.parent} is not on storage every Ray node shares "
+                          f"(nodes {', '.join(blind)} cannot see it); put the workspace on a shared filesystem "
+                          "(NFS, a mounted bucket) or build with --engine local")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,32 +493,41 @@ def _clean_temporaries(ws: Workspace) -> None:
                 tmp.unlink(missing_ok=True)
 
 
-def resolve_inputs(warc_paths: Iterable[str | Path]) -> list[Path]:
-    """Existing WARC files, unique by resolved path, sorted by file name then path."""
-    seen: dict[Path, Path] = {}
+def resolve_inputs(warc_paths: Iterable[str | Path | Source]) -> list[Path | Source]:
+    """Existing WARC files, unique by resolved path, and remote sources, unique by identity; sorted by
+    file name then path or URL."""
+    seen: dict[str, Path | Source] = {}
     for raw in warc_paths:
-        p = Path(raw).expanduser()
+        if isinstance(raw, Source) and raw.remote:
+            seen.setdefault(f"remote:{raw.identity}", raw)
+            continue
+        p = Path(raw.uri if isinstance(raw, Source) else raw).expanduser()
         if not p.is_file():
             raise CorpusError(f"WARC file {p} does not exist or is not a file; check the --warc path/glob")
-        seen.setdefault(p.resolve(), p.resolve())
+        seen.setdefault(str(p.resolve()), p.resolve())
     if not seen:
-        raise CorpusError("no WARC files given; pass --warc 'path/*.warc.gz'")
-    return sorted(seen, key=lambda p: (p.name, str(p)))
+        raise CorpusError("no WARC files given; pass --warc 'path/*.warc.gz' or --cc-news 2025-03..2025-05")
+    return sorted(seen.values(), key=lambda p: (p.name, p.uri if isinstance(p, Source) else str(p)))
 
 
 def build_corpus(
-    warc_paths: Sequence[str | Path],
+    warc_paths: Sequence[str | Path | Source],
     workspace: str | Path,
     config: dict | None = None,
     workers: int | None = None,
     engine: str = "local",
     progress: bool = True,
     on_file_done: Callable[[str], None] | None = None,
+    keep_warc: str | Path | None = None,
 ) -> dict[str, Any]:
     """Build (or update) the corpus of `workspace` from WARC files; returns the build summary.
 
-    Only files without a finished part are processed; dedup and the store always cover all inputs,
-    so the result equals a from-scratch build. `on_file_done(path)` is called after each new part.
+    Inputs are local paths or `source.Source`s (`source.resolve_sources`); remote ones are streamed
+    (a copy kept under `keep_warc` when given). Only files without a finished part are processed;
+    dedup and the store always cover all inputs, so the result equals a from-scratch build.
+    `on_file_done(path)` is called after each new part. A file whose transfer failed is left out,
+    listed in `summary["transfer"]["failed"]` and counted in `counts["files_failed"]`; a rerun
+    retries it.
     """
     from forecast_env.corpus_build.report import build_report, render_markdown
 
@@ -332,16 +544,26 @@ def build_corpus(
     _clean_temporaries(ws)
 
     keys = {p: part_key(p, cfg) for p in inputs}
-    all_parts = {p: part_paths(ws.parts_dir, p, keys[p]) for p in inputs}
-    pending = [(str(p), str(ws.parts_dir), keys[p]) for p in inputs if not part_done(all_parts[p])]
+    all_parts = {p: part_paths(ws.parts_dir, _name_path(p), keys[p]) for p in inputs}
+    pending = [(p if isinstance(p, Source) else str(p), str(ws.parts_dir), keys[p]) for p in inputs
+               if not part_done(all_parts[p])]
     t_proc = time.perf_counter()
+    limiter_stats = None
     if pending:
-        _process_files(pending, cfg, engine, workers, progress, exec_cfg.get("ray_address"), on_file_done)
+        limiter_stats = _process_files(pending, cfg, engine, workers, progress, exec_cfg.get("ray_address"),
+                                       on_file_done, keep_warc)
     t_merge = time.perf_counter()
+    # a file whose transfer failed has no part: it is left out of this build and listed (a rerun retries it)
+    transfer = transfer_summary(inputs, all_parts, limiter_stats)
+    requested = inputs
+    inputs = [p for p in inputs if part_done(all_parts[p])]
 
     # merge the parts of every input
     counters = [json.loads(all_parts[p]["done"].read_text()) for p in inputs]
-    file_errors = [e for c in counters for e in c.get("file_errors", [])]
+    file_errors = [{**e, "kind": e.get("kind") or fault_kind(e["error"])} for c in counters
+                   for e in c.get("file_errors", [])]
+    file_errors += [{"warc_file": f["warc_file"], "error": f["error"], "records_read": 0, "kind": f["kind"]}
+                    for f in transfer["failed"]]
     # out of core (corpus_build/merge.py): dedup over keys, then the store month by month
     merged = merge_parts(ws, [merge_part_files(all_parts[p], cfg) for p in inputs], cfg, engine=engine,
                          workers=workers, ray_address=exec_cfg.get("ray_address"), progress=progress)
@@ -353,28 +575,55 @@ def build_corpus(
     atomic_write_bytes(ws.corpus_dir / "report.md", render_markdown(report).encode("utf-8"))
 
     file_ids = sorted(f"{c['warc_file']}:{c['size']}:{c['sha256']}" for c in counters)
-    snapshot_id = hashlib.sha256(("\n".join(file_ids) + "\n" + snapshot_config_hash(cfg)).encode()).hexdigest()[:16]
+    # a build missing files it was asked for never carries the complete corpus's id
+    failed_ids = sorted(f"failed:{f['warc_file']}" for f in transfer["failed"])
+    snapshot_id = hashlib.sha256(("\n".join(file_ids + failed_ids) + "\n"
+                                  + snapshot_config_hash(cfg)).encode()).hexdigest()[:16]
     t_end = time.perf_counter()
     timings = {"process_s": round(t_merge - t_proc, 3), "dedup_s": round(t_dedup - t_merge, 3),
                "store_s": round(t_end - t_dedup, 3), "total_s": round(t_end - t_start, 3)}
-    counts = {"files": len(inputs), "files_processed": len(pending), "records_in": report["records_in"],
+    counts = {"files": len(requested), "files_processed": len(pending), "files_failed": len(transfer["failed"]),
+              "records_in": report["records_in"],
               "kept": report["kept"], "dropped": dropped.num_rows, "leak_flags": report["leak_flags"],
               "file_errors": len(file_errors)}
     manifest_files = sorted(ws.articles_dir.glob("*.parquet")) + sorted(ws.dropped_dir.glob("*.parquet")) + [
         p for p in (ws.corpus_dir / "file_errors.parquet", ws.corpus_dir / "report.json", ws.corpus_dir / "report.md")
         if p.exists()]
     write_manifest(ws.corpus_dir, "corpus", files=manifest_files, config=cfg, extra={
-        "snapshot_id": snapshot_id, "inputs": file_ids, "counts": counts, "timings": timings,
+        "snapshot_id": snapshot_id, "inputs": file_ids, "failed": failed_ids, "counts": counts, "timings": timings,
         "config_hash_snapshot": snapshot_config_hash(cfg)})
     return {
         "snapshot_id": snapshot_id,
         "counts": counts,
         "report": report,
         "timings": timings,
+        "transfer": transfer,
         "written": written,
         "paths": {"workspace": str(ws.root), "articles": str(ws.articles_dir), "dropped": str(ws.dropped_dir),
                   "report": str(ws.corpus_dir / "report.md"), "manifest": str(ws.corpus_dir / "manifest.json")},
     }
+
+
+def transfer_summary(inputs: Sequence[Path | Source], all_parts: dict, limiter_stats: dict | None) -> dict[str, Any]:
+    """The funnel's transfer section: streamed files, bytes, resumes, failures and the limiter's figures."""
+    from forecast_env.corpus_build.stream import TransferStats
+
+    totals = TransferStats()
+    failed = []
+    for p in inputs:
+        if not (isinstance(p, Source) and p.remote):
+            continue
+        paths = all_parts[p]
+        if part_done(paths):
+            c = json.loads(paths["done"].read_text())
+            totals.add({"size": c.get("size"), **(c.get("source") or {})})
+        elif failed_path(paths).is_file():
+            failed.append(json.loads(failed_path(paths).read_text()))
+        else:  # no part and no failure record (a worker died): never silently left out
+            failed.append({"warc_file": p.name, "uri": p.uri, "kind": "not_processed",
+                           "error": "no part and no failure record; rerun the build", "failed": True})
+    return {"streamed": dataclasses.asdict(totals), "failed": sorted(failed, key=lambda f: f["warc_file"]),
+            "limiter": limiter_stats}
 
 
 def merge_part_files(paths: dict[str, Path], cfg: dict[str, Any]) -> PartFiles:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import codecs
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -150,29 +150,17 @@ def decode_payload(payload: bytes, content_type: str | None) -> tuple[str, str] 
 
 
 def gzip_fault(path: Path, chunk: int = 1 << 20) -> str | None:
-    """None when every gzip member of the file is complete, else what is wrong."""
+    """None when every gzip member of the file is complete, else what is wrong (stream.GzipChecker)."""
+    from forecast_env.corpus_build.stream import GzipChecker
+
+    check = GzipChecker()
     try:
         with open(path, "rb") as fh:
-            dec = zlib.decompressobj(31)
-            in_member = False
             while block := fh.read(chunk):
-                data = block
-                while data:
-                    dec.decompress(data, 1 << 22)
-                    while dec.unconsumed_tail and not dec.eof:
-                        dec.decompress(dec.unconsumed_tail, 1 << 22)
-                    in_member = True
-                    if dec.eof:
-                        data = dec.unused_data
-                        dec = zlib.decompressobj(31)
-                        in_member = False
-                    else:
-                        data = b""
-            if in_member:
-                return "truncated gzip member at the end of the file"
-    except (OSError, zlib.error) as exc:
+                check.feed(block)
+    except OSError as exc:
         return f"corrupt gzip data: {exc}"
-    return None
+    return check.result()
 
 
 def _cut_short(record) -> bool:
@@ -188,11 +176,15 @@ BACKENDS = ("fastwarc", "warcio")
 class WarcReader:
     """Iterate the response records of one WARC file; after iteration, `error` holds a file fault."""
 
-    def __init__(self, path: str | Path, max_payload_bytes: int = 5_000_000, backend: str = "fastwarc") -> None:
+    def __init__(self, path: str | Path | BinaryIO, max_payload_bytes: int = 5_000_000, backend: str = "fastwarc",
+                 name: str | None = None) -> None:
         if backend not in BACKENDS:
-            raise ConfigError(f"WARC reader backend {backend!r} is not known (reading {path}); "
+            raise ConfigError(f"WARC reader backend {backend!r} is not known (reading {name or path}); "
                               f"choose one of {', '.join(BACKENDS)}")
-        self.path = Path(path)
+        # a file object (a stream from corpus_build/stream.py) is read as it arrives; after the records it
+        # is drained and its own gzip check (`.gzip`, the same GzipChecker as gzip_fault) gives the fault
+        self.fileobj = None if isinstance(path, (str, Path)) else path
+        self.path = Path(name or getattr(path, "name_", None) or "stream") if self.fileobj is not None else Path(path)
         self.max_payload_bytes = int(max_payload_bytes)
         self.backend = backend
         self.error: str | None = None
@@ -201,6 +193,9 @@ class WarcReader:
         self.skipped_non_response = 0
 
     def __iter__(self) -> Iterator[WarcPage | ReadDrop]:
+        if self.fileobj is not None:
+            yield from self._iter_stream(self.fileobj)
+            return
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - closed below; the open itself may fail
         except OSError as exc:
@@ -220,6 +215,22 @@ class WarcReader:
         if self.error is None and self.path.name.endswith(".gz"):
             # both readers end quietly when a file is cut after a record's content but inside its member
             self.error = gzip_fault(self.path)
+
+    def _iter_stream(self, fh) -> Iterator[WarcPage | ReadDrop]:
+        try:
+            if self.backend == "fastwarc":
+                yield from self._iter_fastwarc(fh)
+            else:
+                yield from self._iter_warcio(fh)
+        except GeneratorExit:
+            raise
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
+        if getattr(fh, "failure", None) is not None:
+            return  # a transfer failure: the caller records it (stream.failure), not a file fault
+        fh.drain()  # size and sha256 cover the whole file, and the gzip check sees its end
+        if self.error is None and self.path.name.endswith(".gz"):
+            self.error = fh.gzip.result()
 
     def _iter_warcio(self, fh) -> Iterator[WarcPage | ReadDrop]:
         it = ArchiveIterator(fh, check_digests=False)
@@ -326,3 +337,22 @@ class WarcReader:
             crawl_time = datetime(1970, 1, 1, tzinfo=UTC)
         return WarcPage(url, crawl_time, record_id, offset, status, content_type, last_modified, html,
                         charset, truncated)
+
+
+#: Kinds of file fault (the `kind` column of WS/corpus/file_errors.parquet); a streamed file that could
+#: not be had has one of `stream.TRANSFER_KINDS` instead.
+FAULT_KINDS = ("truncated", "corrupt_gzip", "not_warc", "unreadable", "read_error")
+
+
+def fault_kind(error: str) -> str:
+    """The kind of a file fault from the reader's message (one of `FAULT_KINDS`)."""
+    text = (error or "").lower()
+    if "truncated" in text:
+        return "truncated"
+    if "gzip" in text:
+        return "corrupt_gzip"
+    if "not a warc" in text:
+        return "not_warc"
+    if "cannot open" in text:
+        return "unreadable"
+    return "read_error"

@@ -90,7 +90,8 @@ CORPUS_REASONS: dict[str, tuple[str, ...]] = {
 
 #: Files that could not be read whole (truncated gzip member, unreadable file).
 FILE_ERRORS = pa.schema(
-    [("warc_file", pa.string()), ("error", pa.string()), ("records_read", pa.int64())]
+    [("warc_file", pa.string()), ("error", pa.string()), ("records_read", pa.int64()),
+     ("kind", pa.string())]  # corpus_build.warc.FAULT_KINDS, or stream.TRANSFER_KINDS for a file not had
 )
 
 # ---------------------------------------------------------------------------------------------
