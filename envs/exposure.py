@@ -133,12 +133,23 @@ def sentences(text: str) -> list[list[str]]:
 
 
 def stem(word: str) -> str:
-    """A crude stem that makes a verb's past and present meet ("agreed"/"agrees" -> "agre")."""
+    """A crude stem that makes a verb's past and present meet ("agreed"/"agrees"/"agree" -> "agr",
+    "topped" -> "top", "won" -> "win")."""
     w = IRREGULAR_PAST.get(word, word)
-    for suffix in ("ing", "ed", "es", "s", "e", "d"):
+    for suffix in ("ing", "ed", "es", "s"):
         if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            return w[: -len(suffix)]
+            w = w[: -len(suffix)]
+            break
+    while len(w) > 3 and w[-1] in "es":
+        w = w[:-1]
+    if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeiou":
+        w = w[:-1]
     return w
+
+
+#: Word pairs before a base verb that state its event did not happen ("did not pass", "failed to launch").
+NEGATED = frozenset({("did", "not"), ("didn", "t"), ("failed", "to"), ("did", "never"), ("was", "not"),
+                     ("were", "not")})
 
 
 def is_past_of(word: str, base: str) -> bool:
@@ -336,7 +347,7 @@ def event_settled(sent: Sequence[str], key: _EventKey) -> str | None:
         return None
     for pos, w in enumerate(sent):
         for t in key.terms:
-            if is_past_of(w, t):
+            if is_past_of(w, t) or (w == t and pos >= 2 and (sent[pos - 2], sent[pos - 1]) in NEGATED):
                 if hypothetical(sent, pos):
                     return None
                 lo, hi = max(0, pos - 6), min(len(sent), pos + 6)

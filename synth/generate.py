@@ -8,6 +8,7 @@ from pathlib import Path
 
 from forecast_env.synth.corpus import Doc, TitleBook, assign_urls, distractor_docs, event_docs, write_corpus
 from forecast_env.synth.corpus_plants import planted_docs
+from forecast_env.synth.exposure_plants import plant_exposures
 from forecast_env.synth.phrasing import check_bank, default_bank
 from forecast_env.synth.polymarket import write_polymarket
 from forecast_env.synth.presets import PRESETS, Preset
@@ -73,6 +74,7 @@ def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progre
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     events = build_events(p, seed, phrasing=bank)
+    exposures = plant_exposures(events, p, seed) if p.exposure_plants else None  # synth/exposure_plants.py
     pm = write_polymarket(out, events, seed)
     truth: dict = {"preset": p.name, "seed": seed, "phrasing": bank, "corpus_start": CORPUS_START.isoformat(),
                    "corpus_end": "2026-05-31",
@@ -102,6 +104,8 @@ def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progre
             "warc_files": len(corpus["files"]),
         })
     truth["events"] = {e.event_id: event_truth(e) for e in sorted(events, key=lambda e: int(e.gamma_id))}
+    if exposures is not None:
+        truth["exposures"] = exposures  # which follow-up exposes which event, from when (docs/design.md §4)
     (out / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True, ensure_ascii=False),
                                     encoding="utf-8")
     summary["seconds"] = round(time.perf_counter() - t0, 2)

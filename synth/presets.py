@@ -18,6 +18,8 @@ class Preset:
     records_per_warc: int  # response records per WARC file
     bench_articles: int = 0  # > 0: write the article store directly (Parquet), no WARC files
     max_days: int = 40  # longest good event, in days
+    #: cross-question exposure plants (synth/exposure_plants.py): "" none, "design" or "held_out" phrasings
+    exposure_plants: str = ""
 
 
 PRESETS: dict[str, Preset] = {
@@ -31,6 +33,12 @@ PRESETS: dict[str, Preset] = {
                    n_distractors=150, records_per_warc=250, max_days=28),
     "small": Preset("small", n_train=85, n_eval=90, plant_copies=2, articles_per_event=(60, 80),
                     n_distractors=6500, records_per_warc=500, max_days=45),
+    # cross-question exposure plants (follow-ups naming open questions' answers, neutral mentions): the phrasings the
+    # build's cue list was designed on, and held-out ones to report it on (tests/envs/test_exposure.py)
+    "siblings": Preset("siblings", n_train=14, n_eval=14, plant_copies=0, articles_per_event=(8, 12),
+                       n_distractors=100, records_per_warc=250, max_days=30, exposure_plants="design"),
+    "siblings_heldout": Preset("siblings_heldout", n_train=14, n_eval=14, plant_copies=0, articles_per_event=(8, 12),
+                               n_distractors=100, records_per_warc=250, max_days=30, exposure_plants="held_out"),
     "bench": Preset("bench", n_train=3, n_eval=3, plant_copies=0, articles_per_event=(30, 40),
                     n_distractors=0, records_per_warc=0, bench_articles=1_000_000, max_days=40),
 }
