@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the pinned CPU build; an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	# the verifiers extra too: tests/adapters/test_verifiers.py runs verifiers' own rollout loop (it skips without it)
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers]'
+	# the verifiers extra too: tests/adapters/test_verifiers.py runs verifiers' own rollout loop (it skips without it);
+	# the trainers' extras (trl, skyrl, openenv): tests/adapters/test_{trl,skyrl,openenv}.py run their libraries' loops
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers,trl,skyrl,openenv]'
 	# the default embedding backend's model files, once per machine (~40 s: ONNX export + calibrated int8),
 	# so that the first index build (make demo's included) does not pay for them
 	$(BIN)/forecast-env index prepare
