@@ -5,14 +5,7 @@
     result = run_episode(env, agent, seed=0, event_id="pm-123")
 """
 
-from forecast_env.agents.base import (
-    KNOWN_AGENTS,
-    Agent,
-    AsyncAgent,
-    arun_episode,
-    make_agent,
-    parse_observation,
-    run_episode,
-)
+from forecast_env.agents.base import Agent, AsyncAgent, arun_episode, parse_observation, run_episode
+from forecast_env.agents.registry import KNOWN_AGENTS, make_agent
 
 __all__ = ["KNOWN_AGENTS", "Agent", "AsyncAgent", "arun_episode", "make_agent", "parse_observation", "run_episode"]

@@ -75,7 +75,7 @@ def _make_env(ctx: RunContext, searcher: Any) -> Any:
 
 def _agent(ctx: RunContext, label: str) -> Any:
     """A fresh agent for one episode (docs/design.md §5: nothing an agent holds crosses episodes)."""
-    from forecast_env.agents.base import make_agent
+    from forecast_env.agents.registry import make_agent
 
     spec = ctx.agent(label)
     return make_agent(spec.name, workspace=ctx.workspace, config=ctx.bench_config, split=ctx.split,
@@ -221,7 +221,7 @@ def run_benchmark(
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise RunError(f"agent labels repeat ({', '.join(labels)}); give each spec its own 'label'")
-    from forecast_env.agents.base import KNOWN_AGENTS, agent_class, is_async_agent
+    from forecast_env.agents.registry import KNOWN_AGENTS, agent_class, is_async_agent
 
     for s in specs:
         if s.name not in KNOWN_AGENTS:

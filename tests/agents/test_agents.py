@@ -15,12 +15,12 @@ from forecast_env.agents.base import (
     Agent,
     AsyncAgent,
     arun_episode,
-    make_agent,
     parse_observation,
     run_episode,
 )
 from forecast_env.agents.base_rate import BaseRateAgent, fit_base_rates
 from forecast_env.agents.lexicon import cue_lexicon
+from forecast_env.agents.registry import make_agent
 from forecast_env.agents.retrieval import RetrievalAgent, cue_balance, score_options
 from forecast_env.agents.uniform import UniformAgent
 from forecast_env.errors import ForecastEnvError, WorkspaceError

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from forecast_env.agents.base import agent_class, is_async_agent, make_agent
+from forecast_env.agents.registry import agent_class, is_async_agent, make_agent
 from forecast_env.cli.main import main
 from forecast_env.errors import ForecastEnvError
 

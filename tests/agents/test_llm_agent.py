@@ -10,9 +10,10 @@ from chat_server import ChatServer, Status, forecasting_policy, last_user_or_too
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forecast_env.agents.base import make_agent, run_episode
+from forecast_env.agents.base import run_episode
 from forecast_env.agents.llm import LLMAgent, system_prompt
 from forecast_env.agents.parse import match_label, parse_arguments, parse_forecast
+from forecast_env.agents.registry import make_agent
 from forecast_env.errors import ConfigError, EndpointError
 
 YN = ["Yes", "No"]

@@ -13,7 +13,8 @@ from _env_data import CUTS, END_DAYS, FUTURE_WORD, PRICE_DIGITS, T_ALL, build_wo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forecast_env.agents.base import make_agent, run_episode
+from forecast_env.agents.base import run_episode
+from forecast_env.agents.registry import make_agent
 from forecast_env.envs.schedule import forecast_grid
 
 END = "2026-03-22"  # a short calendar around the hand-made events (the eval window runs to May 31)
