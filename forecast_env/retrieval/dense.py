@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,6 +90,9 @@ class Embedder:
         # agents repeat queries (across dates, rollouts and agents): an LRU of query vectors
         self.query_cache_size = int(query_cache_size)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # one lock for the lazy model and the cache (an LRU's move_to_end / popitem race otherwise): a
+        # searcher shared by many sessions' threads embeds one query set at a time
+        self._lock = threading.RLock()
 
     @classmethod
     def from_config(cls, embed: dict[str, Any]) -> Embedder:
@@ -122,22 +126,26 @@ class Embedder:
     @property
     def model(self) -> Any:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            if self.backend == "onnx":
-                from forecast_env.retrieval.onnx_encoder import OnnxEncoder
-
-                self._model = OnnxEncoder(self.model_name, self._model_dir(), self.max_seq_length, self.quantize,
-                                          self.device, self.batch_size)
-            elif self.backend == "static":
-                from forecast_env.retrieval.static_encoder import StaticEncoder
-
-                self._model = StaticEncoder(self.model_name, self._model_dir(), self.max_seq_length,
-                                            self.static_dims)
-            else:
-                self._model = self._load_torch()
+            with self._lock:
+                if self._model is None:
+                    self._model = self._load()
         return self._model
+
+    def _load(self) -> Any:
+        """Open the backend's encoder (called once, under the lock)."""
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if self.backend == "onnx":
+            from forecast_env.retrieval.onnx_encoder import OnnxEncoder
+
+            return OnnxEncoder(self.model_name, self._model_dir(), self.max_seq_length, self.quantize,
+                               self.device, self.batch_size)
+        if self.backend == "static":
+            from forecast_env.retrieval.static_encoder import StaticEncoder
+
+            return StaticEncoder(self.model_name, self._model_dir(), self.max_seq_length, self.static_dims)
+        return self._load_torch()
 
     def _load_torch(self) -> Any:
         from sentence_transformers import SentenceTransformer
@@ -205,19 +213,23 @@ class Embedder:
         """L2-normalized float32 vectors of queries (with the model's query prompt); repeated
         queries come from an LRU cache of `query_cache_size` entries."""
         texts = list(texts)
+        with self._lock:
+            return self._encode_queries(texts)
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
         if self.query_cache_size <= 0 or len(set(texts)) > self.query_cache_size:
             return self._encode(texts, self.query_prompt, False)
         cache = self._query_cache
-        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        found = {t: cache[t] for t in dict.fromkeys(texts) if t in cache}
+        for t in found:  # this call's cached queries become the most recent before any eviction
+            cache.move_to_end(t)
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             for text, vec in zip(missing, self._encode(missing, self.query_prompt, False)):
-                cache[text] = vec
+                cache[text] = found[text] = vec
             while len(cache) > self.query_cache_size:
                 cache.popitem(last=False)
-        out = []
-        for t in texts:
-            cache.move_to_end(t)
-            out.append(cache[t])
+        out = [found[t] for t in texts]
         return np.stack(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
 
@@ -272,6 +284,7 @@ class DenseShards:
         self.dim = self.indexes[0].d if self.indexes else 0
         self.threads = max(1, int(threads))
         self._pool: Any = None
+        self._lazy = threading.Lock()  # creates the pool once when threads race to it
         # per month: sorted local ids of hidden rows and a selector excluding them (kept alive here)
         self._hidden: list[np.ndarray] = []
         self._not_hidden: list[Any] = []
@@ -351,27 +364,73 @@ class DenseShards:
                  np.concatenate([dist[i][ids[i] >= 0] for dist, ids in parts]).astype(np.float64))
                 for i in range(len(queries))] if parts else []
 
+    def _batch_limit(self, m: int) -> int:
+        """Queries per FAISS call in month m such that each query's result is that of a call of its own.
+
+        A flat float32 shard is searched one query per call: FAISS picks its kernel (SIMD scan, BLAS
+        product, database-parallel product) by the number of queries, rows and threads, and the kernels
+        round differently, so only the single query's own call is provably the same arithmetic. Scalar
+        quantizer shards (float16) score each query with its own scan whatever the batch, and so do
+        IVF indexes once their coarse quantizer (a flat index) stays on the per-query scan: fewer
+        lists than DB_PARALLEL_MIN_ROWS, and fewer query floats than the BLAS threshold."""
+        exact = self.indexes[m]
+        spec = self.ann[m] if self.ivfs[m] is not None else None
+        has_exact_rows = spec is None or int(spec.get("start", 0)) > 0
+        if has_exact_rows and isinstance(exact, faiss.IndexFlat):
+            return 1
+        ivf = self.ivfs[m]
+        if ivf is not None and int(ivf.nlist) >= DB_PARALLEL_MIN_ROWS:
+            return 1
+        return batch_limit(self.dim)
+
+    def _pool_map(self, fn: Any, items: list[Any]) -> list[Any]:
+        """`fn` over `items`, on the search threads when there are several (faiss releases the GIL)."""
+        if self.threads > 1 and len(items) > 1:
+            if self._pool is None:
+                with self._lazy:
+                    if self._pool is None:
+                        from concurrent.futures import ThreadPoolExecutor
+
+                        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dense")
+            return list(self._pool.map(fn, items))
+        return [fn(item) for item in items]
+
     def search(self, queries: np.ndarray, lo: int, hi: int, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: (global rows, scores) of the top-k over visible rows in [lo, hi)."""
+        nq = len(queries)
+        return self.search_ranges(queries, [lo] * nq, [hi] * nq, k)
+
+    def search_ranges(self, queries: np.ndarray, los: Sequence[int], his: Sequence[int],
+                      k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query i: (global rows, scores) of the top-k over visible rows in [los[i], his[i]).
+
+        Query i's answer does not depend on the other queries: in each month the queries whose ranges
+        cover the same rows are searched together, by FAISS calls of at most `_batch_limit(m)` queries,
+        one where FAISS would compute a batch's scores otherwise than one query's."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         nq = len(queries)
         if queries.ndim != 2 or (nq and queries.shape[1] != self.dim):
             raise WorkspaceError(f"query vectors have shape {queries.shape}, the index has dimension {self.dim}")
+        if len(los) != nq or len(his) != nq:
+            raise ValueError(f"{nq} queries but {len(los)} range starts and {len(his)} range ends")
         rows_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
         score_parts: list[list[np.ndarray]] = [[] for _ in range(nq)]
         if k > 0 and nq:
-            # the months whose rows overlap [lo, hi)
-            todo = [m for m in range(len(self.indexes)) if self.offsets[m] < hi and self.offsets[m + 1] > lo]
-            if self.threads > 1 and len(todo) > 1:
-                if self._pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
-
-                    self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dense")
-                results = list(self._pool.map(lambda m: self._search_month(m, queries, lo, hi, k), todo))
-            else:
-                results = [self._search_month(m, queries, lo, hi, k) for m in todo]
-            for res in results:
-                for i, (rows, scores) in enumerate(res):
+            tasks: list[tuple[int, int, int, np.ndarray]] = []  # (month, lo, hi, query indices)
+            for m in range(len(self.indexes)):
+                chunk = self._batch_limit(m)
+                off, end = int(self.offsets[m]), int(self.offsets[m + 1])
+                groups: dict[tuple[int, int], list[int]] = {}
+                for i in range(nq):  # the rows of month m that query i scans
+                    a, z = max(int(los[i]), off), min(int(his[i]), end)
+                    if a < z:
+                        groups.setdefault((a, z), []).append(i)
+                for (a, z), idx in groups.items():
+                    for c in range(0, len(idx), chunk):
+                        tasks.append((m, a, z, np.asarray(idx[c:c + chunk], dtype=np.int64)))
+            results = self._pool_map(lambda t: self._search_month(t[0], queries[t[3]], t[1], t[2], k), tasks)
+            for (_, _, _, idx), res in zip(tasks, results):
+                for i, (rows, scores) in zip(idx.tolist(), res):
                     rows_parts[i].append(rows)
                     score_parts[i].append(scores)
         out = []
@@ -381,6 +440,22 @@ class DenseShards:
                 continue
             rows = np.concatenate(rows_parts[i])
             scores = np.concatenate(score_parts[i])
+            # rows are unique across months, so this order does not depend on the order of the parts
             order = np.lexsort((rows, -scores))[:k]
             out.append((rows[order], scores[order]))
         return out
+
+
+#: FAISS (1.15) scores one query against a flat index of at least this many rows with a matrix product
+#: split over its threads (`knn_db_parallel_impl`), and a few queries with its SIMD scan: different
+#: roundings. An IVF's coarse quantizer is such a flat index.
+DB_PARALLEL_MIN_ROWS = 10_000
+#: Most queries per FAISS call of a batched search.
+MAX_BATCH = 256
+
+
+def batch_limit(dim: int) -> int:
+    """Queries per batched FAISS call below FAISS's BLAS threshold (`distance_compute_blas_threshold`
+    counts query floats, nq x d): at or above it a flat search, an IVF's coarse one included, is one
+    matrix product, which rounds scores otherwise than the per-query scan that a lone query gets."""
+    return max(1, min(MAX_BATCH, (int(faiss.cvar.distance_compute_blas_threshold) - 1) // max(1, int(dim))))

@@ -14,14 +14,21 @@ and a hidden id with one error type and one message.
 
 Index layout: the public contract in `forecast_env.retrieval.layout` (written by
 `forecast_env.corpus_build.index.build_index`).
+
+Threads: one Searcher may serve many threads at once (the servers' concurrent sessions share one).
+What it opens lazily (text shards, the query encoder, its thread pools) is opened under a lock, once;
+the query vector cache locks itself; the memory-mapped arrays and FAISS indexes are only read. `close`
+must not race searches. `search_many` answers many (query, date) pairs at once with exactly the hits
+and float scores that one `search` each returns (docs/design.md §3).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -203,7 +210,8 @@ class Searcher:
                                              nprobe=int(index_cfg.get("ann_nprobe") or 0),
                                              candidates=int(index_cfg.get("ann_candidates") or 0),
                                              threads=self.threads)
-        self._bg: Any = None  # the thread that runs the dense half of a hybrid search
+        self._bg: Any = None  # the threads that run the dense half of hybrid searches
+        self._lazy = threading.Lock()  # opens what is opened at first use (text shards, encoder, pool), once
         self._texts: dict[int, pa.Table] = {}
         self._embedder = embedder
         self.snapshot_id: str | None = manifest.get("snapshot_id")
@@ -235,9 +243,11 @@ class Searcher:
         """The query encoder: exactly the model and backend the index was built with (a config that
         asks for another is a ConfigError naming both); device and batch size from the config."""
         if self._embedder is None:
-            embed = query_embedding(self.index_dir, self.manifest.get("embedding"), self.config["embed"],
-                                    default_config("corpus")["embed"])
-            self._embedder = Embedder.from_config(embed)
+            with self._lazy:
+                if self._embedder is None:
+                    embed = query_embedding(self.index_dir, self.manifest.get("embedding"), self.config["embed"],
+                                            default_config("corpus")["embed"])
+                    self._embedder = Embedder.from_config(embed)
         return self._embedder
 
     def _prefix_end(self, d: date) -> int:
@@ -283,11 +293,15 @@ class Searcher:
     def _text(self, m: int) -> pa.Table:
         table = self._texts.get(m)
         if table is None:
-            table = open_text(self.index_dir / "text" / f"{self.months[m]['month']}.arrow")
-            if table.num_rows != int(self.months[m]["rows"]):
-                raise WorkspaceError(f"{self.index_dir / 'text'}: month {self.months[m]['month']} has "
-                                     f"{table.num_rows} rows, manifest {self.months[m]['rows']}; rebuild with `{REBUILD}`")
-            self._texts[m] = table
+            with self._lazy:
+                table = self._texts.get(m)
+                if table is None:
+                    table = open_text(self.index_dir / "text" / f"{self.months[m]['month']}.arrow")
+                    if table.num_rows != int(self.months[m]["rows"]):
+                        raise WorkspaceError(
+                            f"{self.index_dir / 'text'}: month {self.months[m]['month']} has {table.num_rows} "
+                            f"rows, manifest {self.months[m]['rows']}; rebuild with `{REBUILD}`")
+                    self._texts[m] = table
         return table
 
     def _row_fields(self, row: int, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -303,29 +317,50 @@ class Searcher:
                             summary=f["summary"] or "", score=float(score), rank=rank))
         return hits
 
-    def _ranked(self, queries: list[str], lo: int, hi: int, k: int, mode: str,
-                vectors: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        dense_res: list[Any] = [None] * len(queries)
-        bm25_res: list[Any] = [None] * len(queries)
-        pending = None
-        if mode in ("dense", "hybrid") and hi > lo:
-            vecs = np.asarray(vectors if vectors is not None else self.embedder.encode_queries(queries), dtype=np.float32)
-            if mode == "hybrid" and self.threads > 1:  # dense months on the pool while BM25 runs here
+    def _background(self) -> Any:
+        """The pool that runs dense halves of hybrid searches while BM25 runs on the caller's thread."""
+        if self._bg is None:
+            with self._lazy:
                 if self._bg is None:
                     from concurrent.futures import ThreadPoolExecutor
 
-                    self._bg = ThreadPoolExecutor(1, thread_name_prefix="hybrid")
-                pending = self._bg.submit(self.dense.search, vecs, lo, hi, k)
+                    # one worker per search thread: concurrent callers' dense halves do not queue behind one
+                    self._bg = ThreadPoolExecutor(self.threads, thread_name_prefix="hybrid")
+        return self._bg
+
+    def _ranked(self, queries: list[str], lo: int, hi: int, k: int, mode: str,
+                vectors: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        n = len(queries)
+        return self._ranked_ranges(queries, [lo] * n, [hi] * n, k, mode, vectors)
+
+    def _ranked_ranges(self, queries: list[str], los: Sequence[int], his: Sequence[int], k: int, mode: str,
+                       vectors: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query i: (rows, scores) of its top k among visible rows [los[i], his[i])."""
+        dense_res: list[Any] = [None] * len(queries)
+        bm25_res: list[Any] = [None] * len(queries)
+        live = [i for i in range(len(queries)) if his[i] > los[i]]
+        pending = None
+        if mode in ("dense", "hybrid") and live:
+            if vectors is None:
+                vecs = np.asarray(self.embedder.encode_queries([queries[i] for i in live]), dtype=np.float32)
             else:
-                dense_res = self.dense.search(vecs, lo, hi, k)
-        if mode in ("bm25", "hybrid") and hi > lo:
-            bm25_res = [self.bm25.score(tokenize(q), hi, k, start=lo) for q in queries]
+                vecs = np.asarray(vectors, dtype=np.float32)[live]
+            args = (vecs, [los[i] for i in live], [his[i] for i in live], k)
+            if mode == "hybrid" and self.threads > 1:  # dense months on the pool while BM25 runs here
+                pending = self._background().submit(self.dense.search_ranges, *args)
+            else:
+                for i, res in zip(live, self.dense.search_ranges(*args)):
+                    dense_res[i] = res
+        if mode in ("bm25", "hybrid"):
+            for i in live:
+                bm25_res[i] = self.bm25.score(tokenize(queries[i]), his[i], k, start=los[i])
         if pending is not None:
-            dense_res = pending.result()
+            for i, res in zip(live, pending.result()):
+                dense_res[i] = res
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         out = []
         for i in range(len(queries)):
-            if hi <= lo:
+            if his[i] <= los[i]:
                 out.append(empty)
             elif mode == "dense":
                 out.append(dense_res[i])
@@ -347,6 +382,34 @@ class Searcher:
         d = self._check_as_of(as_of)
         hi = self._prefix_end(d)
         return [self._hits(r, s) for r, s in self._ranked(queries, 0, hi, int(k), mode)]
+
+    def search_many(self, queries: Sequence[str], days: Sequence[date | str], k: int = 10,
+                    mode: str = "hybrid") -> list[list[Hit]]:
+        """`search(queries[i], days[i], k, mode)` for every i, answered together (docs/design.md §3).
+
+        The same hits and the same float scores, bit for bit, as one `search` each (scores are recorded
+        and replayed): each query is embedded alone, as `search` embeds it (a padded batch would round
+        differently), and the index searches group the queries that scan the same rows of a month into
+        one FAISS call, in chunks below FAISS's BLAS threshold (a BLAS product rounds differently from
+        the per-query scan). What batching saves is the per-call work around the arithmetic (month
+        loops, selectors, thread hand-offs) and the cores that a batch's queries share."""
+        self._check_mode(mode, k)
+        if isinstance(queries, str) or isinstance(days, (str, date)):
+            raise QueryError("search_many takes a list of queries and a list of dates, one date per query")
+        queries, days = list(queries), list(days)
+        if len(queries) != len(days):
+            raise QueryError(f"search_many: {len(queries)} queries but {len(days)} dates; give one date per query")
+        queries = [self._check_query(q) for q in queries]
+        his = [self._prefix_end(self._check_as_of(d)) for d in days]
+        vectors = None
+        live = [i for i, hi in enumerate(his) if hi > 0]
+        if mode != "bm25" and live:
+            # one query per encoder call, as `search` makes it: the same vector, the same cache use
+            alone = {i: np.asarray(self.embedder.encode_queries([queries[i]]), dtype=np.float32)[0] for i in live}
+            width = len(alone[live[0]])
+            vectors = np.stack([alone[i] if i in alone else np.zeros(width, np.float32) for i in range(len(queries))])
+        ranked = self._ranked_ranges(queries, [0] * len(queries), his, int(k), mode, vectors)
+        return [self._hits(r, s) for r, s in ranked]
 
     def search_vectors(self, vectors: np.ndarray, as_of: date | str, k: int = 10) -> list[list[Hit]]:
         """Dense search with ready query vectors (any model whose dimension matches the index)."""

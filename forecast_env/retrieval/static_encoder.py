@@ -124,17 +124,21 @@ class StaticEncoder:
         """The text's word-piece ids (at most `max_seq_length`), as the model's tokenizer gives them."""
         # a word piece is rarely longer than 12 characters: cutting first saves splitting long bodies
         words = WORD.findall(text[: self.max_tokens * 12].lower())
+        # threads may share this encoder: the cache only grows, and a full cache is replaced by a new
+        # dict (never cleared in place), so a lookup never loses a word another thread has just added
+        pieces = self._pieces
         try:
-            return list(islice(chain.from_iterable(map(self._pieces.__getitem__, words)), self.max_tokens))
+            return list(islice(chain.from_iterable(map(pieces.__getitem__, words)), self.max_tokens))
         except KeyError:
             pass
-        unique = set(words)
-        if len(self._pieces) + len(unique) > WORD_CACHE_MAX:
-            self._pieces.clear()
-        missing = sorted(w for w in unique if w not in self._pieces)
+        local = {w: pieces[w] for w in set(words) if w in pieces}
+        missing = sorted(w for w in set(words) if w not in local)
         for w, e in zip(missing, self.tokenizer.encode_batch(missing, add_special_tokens=False)):
-            self._pieces[w] = tuple(e.ids)
-        return list(islice(chain.from_iterable(map(self._pieces.__getitem__, words)), self.max_tokens))
+            local[w] = tuple(e.ids)
+        if len(pieces) + len(missing) > WORD_CACHE_MAX:
+            pieces = self._pieces = {}
+        pieces.update((w, local[w]) for w in missing)
+        return list(islice(chain.from_iterable(map(local.__getitem__, words)), self.max_tokens))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One mean token vector per text (zeros for a text without tokens)."""
