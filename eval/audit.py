@@ -1,4 +1,4 @@
-"""`forecast-env audit`: five checks that the environment leaks nothing but the news (docs/design.md §8).
+"""`forecast-env audit`: six checks that the environment leaks nothing but the news (docs/design.md §8).
 
 ```python
 from forecast_env.eval.audit import run_audit
@@ -18,7 +18,9 @@ The checks, each PASS / FAIL / INCONCLUSIVE (too little data to tell; reported, 
 4. `text`       - an independent detector of post-date facts and resolutions in what the environment
                   shows at each scheduled date (`audit_text.py`);
 5. `replay`     - two runs of a scripted agent with one seed give identical episode logs
-                  (`audit_replay.py`).
+                  (`audit_replay.py`);
+6. `siblings`   - no question visible on a forecast date gives another's answer away: a direct count with
+                  an independent detector, and a probe in check 2's frame (`audit_siblings.py`).
 
 The audit's overall verdict is FAIL when any check fails, else INCONCLUSIVE when any check is,
 else PASS. The CLI exits 1 on FAIL (naming the failed checks) and 2 on bad input.
@@ -42,13 +44,14 @@ from forecast_env.store import Workspace, atomic_write_json, atomic_write_text
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 VERDICTS = (PASS, FAIL, INCONCLUSIVE)
 #: The checks in the order they run and are reported.
-CHECKS = ("schedule", "structure", "retrieval", "text", "replay")
+CHECKS = ("schedule", "structure", "retrieval", "text", "replay", "siblings")
 TITLES = {
     "schedule": "1. Schedule invariants",
     "structure": "2. Blind structure probe",
     "retrieval": "3. Retrieval time restriction",
     "text": "4. Text leakage in what the agent sees",
     "replay": "5. Replay determinism",
+    "siblings": "6. Cross-question exposure",
 }
 
 
@@ -210,6 +213,8 @@ class AuditSettings:
     open_per_date: int = 3  # articles the scripted reader opens per date
     # 5. replay
     replay_events: int = 4
+    # 6. siblings
+    max_sibling_share: float = 0.01  # FAIL above this share of scheduled dates exposed by a visible question
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> AuditSettings:
@@ -307,7 +312,14 @@ def run_audit(
     `d_known` from raw prices; `schedule_builder` and `agent_factory` replace the build's schedule
     function and the scripted agent (tests plant leaks through them).
     """
-    from forecast_env.eval import audit_replay, audit_retrieval, audit_schedule, audit_structure, audit_text
+    from forecast_env.eval import (
+        audit_replay,
+        audit_retrieval,
+        audit_schedule,
+        audit_siblings,
+        audit_structure,
+        audit_text,
+    )
 
     st = settings if isinstance(settings, AuditSettings) else AuditSettings.from_mapping(settings)
     wanted = list(checks) if checks else list(CHECKS)
@@ -321,6 +333,7 @@ def run_audit(
         "retrieval": lambda: audit_retrieval.check_retrieval(inputs, st, progress=progress),
         "text": lambda: audit_text.check_text(inputs, st, progress=progress),
         "replay": lambda: audit_replay.check_replay(inputs, st, agent_factory=agent_factory),
+        "siblings": lambda: audit_siblings.check_siblings(inputs, st),
     }
     results = []
     for name in CHECKS:

@@ -4,9 +4,12 @@ On the stored tables of the audited split:
 * every date offers every option, in one order (`all_options`);
 * no date before `t_all` (the later of the stored `t_all` and the last leg's start day:
   `before_t_all`), on or after `d_known` (stored, and recomputed from raw prices when the Polymarket
-  cache is given: `on_or_after_d_known`), or after the `t_close` day - 2 (`after_close`);
+  cache is given: `on_or_after_d_known`), on or after the stored cross-question exposure day
+  (`on_or_after_exposure`, docs/design.md §4 "Cross-question exposure"), or after the `t_close` day - 2
+  (`after_close`);
 * steps numbered 1..n with one `steps_total` >= n (`step_numbering`);
-* the stored dates and `steps_total` equal the schedule rebuilt from the tables (`stored_vs_rebuilt`).
+* the stored dates and `steps_total` equal the schedule rebuilt from the tables with the cut
+  `min(d_known, close day - 1, exposure day)` (`stored_vs_rebuilt`).
 
 Counterfactual rebuilds with the build's schedule function (or `builder`):
 * with every other option as the label, the schedule is identical (`label_changes_schedule`);
@@ -50,6 +53,7 @@ class ScheduleInputs:
     beliefs: Mapping[date, Mapping[str, float]]
     day_counts: Mapping[date, int]
     config: Mapping[str, Any]
+    exposure_day: date | None = None  # stored: first day another visible question gives the answer away
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,12 @@ ScheduleBuilder = Callable[[ScheduleInputs], BuiltSchedule]
 
 def build_with_project(inp: ScheduleInputs) -> BuiltSchedule:
     """The events build's own schedule functions (`forecast_env.envs.schedule`) on `inp`."""
+    from forecast_env.envs.exposure import apply_cut
     from forecast_env.envs.schedule import build_schedule, schedule_cut
 
     cfg = inp.config
     buffer = int(cfg["buffer_days"])
-    cut = schedule_cut(inp.d_known, inp.close_day, buffer)
+    cut = apply_cut(schedule_cut(inp.d_known, inp.close_day, buffer), inp.exposure_day)
     s = build_schedule(inp.start_day, inp.t_all, inp.end_day, list(inp.options), inp.beliefs, inp.day_counts, cut,
                        buffer_days=buffer, max_steps=int(cfg["max_steps"]),
                        days_per_step=int(cfg["days_per_step"]), movement_weight=float(cfg["movement_weight"]),
@@ -164,7 +169,8 @@ def schedule_inputs(inputs: AuditInputs, events: pl.DataFrame, day_counts: Mappi
             start_day=as_day(_col(r, "start_day", "t_start")), t_all=t_all,
             end_day=as_day(_col(r, "end_day", "t_end", "close_day")),
             close_day=as_day(_col(r, "close_day", "t_close")), d_known=as_day(_col(r, "d_known")),
-            option_start=starts, beliefs=beliefs.get(eid, {}), day_counts=day_counts, config=config)
+            option_start=starts, beliefs=beliefs.get(eid, {}), day_counts=day_counts, config=config,
+            exposure_day=as_day(_col(r, "exposure_day")))
     return out
 
 
@@ -258,6 +264,9 @@ def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: Schedu
             if d_known is not None and d >= d_known:
                 tally.add("on_or_after_d_known", event_id=eid, date=d, d_known=d_known,
                           d_known_stored=inp.d_known, d_known_raw=raw_known.get(eid))
+            if inp.exposure_day is not None and d >= inp.exposure_day:
+                tally.add("on_or_after_exposure", event_id=eid, date=d, exposure_day=inp.exposure_day,
+                          exposed_by=r.get("exposed_by"))
             if d > last_allowed:
                 tally.add("after_close", event_id=eid, date=d, close_day=inp.close_day)
 
@@ -283,7 +292,7 @@ def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: Schedu
                           dates=[str(d) for d in base.dates], other_dates=[str(d) for d in alt.dates],
                           steps_total=base.steps_total, other_steps_total=alt.steps_total)
         uncut = build(replace(inp, close_day=max(inp.end_day, inp.close_day) + timedelta(days=_UNCUT_DAYS),
-                              d_known=None))
+                              d_known=None, exposure_day=None))
         if not _is_prefix(base.dates, uncut.dates) or base.steps_total != uncut.steps_total:
             tally.add("close_moves_schedule", event_id=eid, close_day=inp.close_day,
                       dates=[str(d) for d in base.dates], uncut=[str(d) for d in uncut.dates],
@@ -301,7 +310,9 @@ def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: Schedu
         "close_rebuilds": n_close_rebuilds, "d_known_from_raw_prices": bool(raw_known),
         "violations": dict(sorted(tally.counts.items())),
     }
-    for name in ("all_options", "before_t_all", "on_or_after_d_known", "after_close", "step_numbering",
+    figures["events_with_exposure_day"] = sum(1 for i in inps.values() if i.exposure_day is not None)
+    for name in ("all_options", "before_t_all", "on_or_after_d_known", "on_or_after_exposure", "after_close",
+                 "step_numbering",
                  "stored_vs_rebuilt", "label_changes_schedule", "close_moves_schedule", "no_dates"):
         figures[name] = tally.counts.get(name, 0)
     failures = [f"{k}: {v}" for k, v in sorted(tally.counts.items())]
@@ -312,7 +323,7 @@ def check_schedule(inputs: AuditInputs, settings: AuditSettings, builder: Schedu
                                          f"rebuilt ({builder_error})")
     else:
         verdict, reason = PASS, (f"{n_rows} dates of {events.height} events: every option offered, within "
-                                 f"[t_all, min(d_known, close - 2)]; identical over {n_label_rebuilds} label "
+                                 f"[t_all, min(d_known, close - 2, exposure day - 1)]; identical over {n_label_rebuilds} label "
                                  f"changes; prefix-stable over {n_close_rebuilds} earlier closes")
     if builder_error:
         figures["rebuild_error"] = builder_error

@@ -1,4 +1,4 @@
-"""`forecast-env audit`: the five leak checks on a built workspace (docs/design.md §8).
+"""`forecast-env audit`: the six leak checks on a built workspace (docs/design.md §8).
 
 Writes `audit.md` and `audit.json` (default: `WS/audit/`), prints one verdict line, and exits 0 on
 PASS or INCONCLUSIVE, 1 when a check FAILs (naming it), 2 on bad input.
@@ -15,12 +15,13 @@ from forecast_env.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="check that the environment leaks nothing but the news (five checks); "
+    p = sub.add_parser("audit", help="check that the environment leaks nothing but the news (six checks); "
                                      "exit 1 when a check fails")
     p.add_argument("--workspace", required=True, help="workspace with corpus, index and events")
     p.add_argument("--split", default="eval", choices=["train", "eval", "all"], help="split to audit (default: eval)")
     p.add_argument("--checks", default=None,
-                   help="comma-separated subset of: schedule, structure, retrieval, text, replay (default: all)")
+                   help="comma-separated subset of: schedule, structure, retrieval, text, replay, siblings "
+                        "(default: all)")
     p.add_argument("--polymarket", default=None,
                    help="the Polymarket cache the events were built from: labels the excluded events in the "
                         "inclusion-bias report and recomputes d_known from raw prices")

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     _command("   ... and the eval run's trajectories",
              ["export", "--workspace", str(ws), "--split", "eval", "--out", str(ws / "exports" / "eval"),
               "--run-id", run_id])
-    _command("audit: five leak checks, verdict line last (docs/design.md §8)", ["audit", "--workspace", str(ws), "--polymarket", str(world / "polymarket"), "--no-progress"])
+    _command("audit: six leak checks, verdict line last (docs/design.md §8)", ["audit", "--workspace", str(ws), "--polymarket", str(world / "polymarket"), "--no-progress"])
 
     print(f"\ndemo finished in {time.perf_counter() - t_all:.0f}s; everything is under {ws}")
     print(f"  corpus funnel: {ws / 'corpus' / 'report.md'}\n  events funnel: {ws / 'events' / 'report.md'}")

@@ -216,15 +216,15 @@ def ws_copy(micro_events: Path, tmp_path: Path) -> Path:
 def test_audit_passes_on_the_sample_world(audited_micro, tmp_path: Path) -> None:
     rep = audited_micro
     verdicts = {c.name: c.verdict for c in rep.checks}
-    assert [c.name for c in rep.checks] == ["schedule", "structure", "retrieval", "text", "replay"]
-    for name in ("schedule", "retrieval", "text", "replay"):
+    assert [c.name for c in rep.checks] == ["schedule", "structure", "retrieval", "text", "replay", "siblings"]
+    for name in ("schedule", "retrieval", "text", "replay", "siblings"):
         assert verdicts[name] == PASS, (name, rep.check(name).reason, rep.check(name).examples[:3])
     # micro has a handful of events: the probe cannot tell, and says so
     assert verdicts["structure"] in (PASS, INCONCLUSIVE)
     assert rep.verdict != FAIL
     paths = rep.write(tmp_path / "audit")
     data = json.loads(paths["json"].read_text())
-    assert data["verdict"] == rep.verdict and len(data["checks"]) == 5
+    assert data["verdict"] == rep.verdict and len(data["checks"]) == 6
     assert "inclusion_bias" in data["checks"][1]["figures"]
     assert "Verdict" in paths["md"].read_text()
 
