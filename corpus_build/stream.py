@@ -15,8 +15,9 @@ disk. The stream:
 - hashes (sha256) and gzip-checks (`GzipChecker`, the same code as a local file's check) every byte
   as it is consumed, and can keep a copy (`keep_dir`), written to `NAME.part` and renamed when whole.
 
-A transfer that cannot complete raises `TransferError` with a `kind` (one of `TRANSFER_KINDS`), also
-kept on `stream.failure`, so the caller records the file as failed however the reader reacted.
+A transfer that cannot complete ends the stream early and keeps a `TransferError` with a `kind` (one
+of `TRANSFER_KINDS`) on `stream.failure` (`check()` raises it): never raised inside the reader, so the
+caller records the file as failed however the reader reacted to the early end.
 
 Politeness: every request takes a token from a `Limiter` (a request rate and a cap on open
 connections, shared by every worker of a build: in-process, through a `multiprocessing` manager for
@@ -29,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import random
 import re
@@ -38,6 +40,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,9 @@ TRANSFER_KINDS = ("http_404", "http_4xx", "retries_exhausted", "bad_range", "enc
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 #: How many times a file whose ETag changed mid-transfer is restarted from zero before it fails.
 MAX_FILE_RESTARTS = 2
+#: Exit status of `corpus build` / `corpus fetch` when some files could not be had (not 1: internal
+#: error, not 2: bad input); `--allow-failed` makes it 0. A rerun retries those files.
+FILES_FAILED_EXIT = 4
 
 
 class TransferError(CorpusError):
@@ -207,6 +213,13 @@ class RayLimiter:
         return ray.get(self._get().stats.remote())
 
 
+class _LimiterManager(BaseManager):
+    """Serves one `Limiter` to the local pool's processes (its proxies pickle into their tasks)."""
+
+
+_LimiterManager.register("Limiter", Limiter)
+
+
 @contextlib.contextmanager
 def start_limiter(settings: HttpSettings, engine: str = "local", workers: int = 1) -> Iterator[Any]:
     """The build's one limiter: in-process for one worker, a manager proxy for the local pool, a named
@@ -229,13 +242,8 @@ def start_limiter(settings: HttpSettings, engine: str = "local", workers: int = 
         yield Limiter(settings.max_connections, settings.requests_per_second, settings.min_requests_per_second)
     else:
         import multiprocessing
-        from multiprocessing.managers import BaseManager
 
-        class _Manager(BaseManager):
-            pass
-
-        _Manager.register("Limiter", Limiter)
-        mgr = _Manager(ctx=multiprocessing.get_context("spawn"))
+        mgr = _LimiterManager(ctx=multiprocessing.get_context("spawn"))
         mgr.start()
         try:
             yield mgr.Limiter(settings.max_connections, settings.requests_per_second,
@@ -383,7 +391,9 @@ def fetch_bytes(url: str, settings: HttpSettings, *, limiter: Any = None, client
                 sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None) -> bytes:
     """GET a small file whole (a listing), with the same retries and politeness as a stream."""
     with RemoteStream(url, settings, limiter=limiter, client=client, sleep=sleep, rng=rng) as s:
-        return s.read()
+        data = s.read()
+        s.check()
+        return data
 
 
 class RemoteStream(io.RawIOBase):
@@ -392,7 +402,7 @@ class RemoteStream(io.RawIOBase):
     def __init__(self, url: str, settings: HttpSettings, *, limiter: Any = None, client=None,
                  sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None,
                  keep_dir: str | Path | None = None, name: str | None = None,
-                 on_bytes: Callable[[int], None] | None = None) -> None:
+                 on_bytes: Callable[[int], None] | None = None, resume: bool = False) -> None:
         super().__init__()
         self.url = url
         self.settings = settings
@@ -419,24 +429,51 @@ class RemoteStream(io.RawIOBase):
         self._keep = None
         if self._keep_dir is not None:
             self._keep_dir.mkdir(parents=True, exist_ok=True)
-            self._keep = open(self._keep_dir / f"{self.name_}.part", "wb")  # noqa: SIM115 - closed in close()
+            part = self._keep_dir / f"{self.name_}.part"
+            meta = part.with_name(part.name + ".json")
+            if resume and part.is_file() and meta.is_file():
+                # a partial copy from an earlier run: its bytes count as read, the next request asks for the rest
+                info = json.loads(meta.read_text())
+                self.etag, self.length = info.get("etag"), info.get("length")
+                with open(part, "rb") as fh:
+                    while block := fh.read(1 << 22):
+                        self.pos += len(block)
+                        self.sha.update(block)
+                        self.gzip.feed(block)
+                self.stats["resumed_from_part"] = self.pos
+                self._keep = open(part, "ab")  # noqa: SIM115 - closed in close()
+            else:
+                self._keep = open(part, "wb")  # noqa: SIM115 - closed in close()
+            self._meta = meta
 
     # -- io protocol ---------------------------------------------------------------------------
     def readable(self) -> bool:
         return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Only where the stream already is (readers ask for their position by seeking in place)."""
+        target = {io.SEEK_SET: offset, io.SEEK_CUR: self.pos + offset}.get(whence)
+        if target != self.pos:
+            raise io.UnsupportedOperation(f"a remote stream cannot seek (to {offset}, whence {whence})")
+        return self.pos
 
     def readinto(self, b) -> int:
         n = len(b)
         if n == 0:
             return 0
         while not self._buf:
-            if self.length is not None and self.pos >= self.length:
+            if self.failure is not None or (self.length is not None and self.pos >= self.length):
                 return 0
             try:
                 self._fill()
             except TransferError as exc:
+                # reported as the end of the stream, never raised into the reader (fastwarc turns a Python
+                # exception in read() into a panic); the caller checks `failure` (or calls `check`)
                 self.failure = exc
-                raise
+                return 0
         chunk = self._buf[:n]
         self._buf = self._buf[len(chunk):]
         b[: len(chunk)] = chunk
@@ -456,6 +493,11 @@ class RemoteStream(io.RawIOBase):
         while self.read(self.settings.chunk_bytes):
             pass
 
+    def check(self) -> None:
+        """Raise the transfer failure, if any (a failed stream reads as ended)."""
+        if self.failure is not None:
+            raise self.failure
+
     def close(self) -> None:
         if self.closed:
             return
@@ -467,6 +509,12 @@ class RemoteStream(io.RawIOBase):
             part = self._keep_dir / f"{self.name_}.part"
             if self.failure is None and self.length is not None and self.pos == self.length:
                 os.replace(part, self._keep_dir / self.name_)
+                self._meta.unlink(missing_ok=True)
+            elif isinstance(self.failure, FileChanged):  # its bytes are void
+                part.unlink(missing_ok=True)
+                self._meta.unlink(missing_ok=True)
+            else:  # kept for a later resume, with what the server said the file is
+                self._meta.write_text(json.dumps({"etag": self.etag, "length": self.length, "url": self.url}))
         super().close()
 
     # -- results ---------------------------------------------------------------------------------
@@ -624,7 +672,7 @@ class RemoteStream(io.RawIOBase):
         if self._limiter is not None:
             self._limiter.reward()
         self._resp = resp
-        self._it = resp.iter_raw(self.settings.chunk_bytes)
+        self._it = resp.iter_raw()  # as the bytes arrive: a drop loses only what was not yet received
         return None
 
     _skip = 0
@@ -666,6 +714,7 @@ class TransferStats:
 
 
 __all__ = [
+    "FILES_FAILED_EXIT",
     "MAX_FILE_RESTARTS",
     "TRANSFER_KINDS",
     "CheckedReader",

@@ -1,4 +1,5 @@
-"""`forecast-env corpus build|report`: build the article store from WARC files; print the funnel."""
+"""`forecast-env corpus build|report|fetch`: build the article store from WARC files (local or streamed,
+docs/data.md); print the funnel; download files into a mirror."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import glob
 from pathlib import Path
 
 from forecast_env.cli.common import add_common, section_config
+from forecast_env.cli.corpus_sources import (
+    add_fetch_command,
+    add_source_arguments,
+    report_transfer,
+    spec_from_args,
+)
 from forecast_env.errors import CorpusError
 
 
@@ -14,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("corpus", help="build the news corpus from CC-NEWS WARC files")
     csub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND")
     b = csub.add_parser("build", help="read, filter, date, dedup and store articles (incremental, resumable)")
-    b.add_argument("--warc", action="append", required=True, metavar="GLOB",
-                   help="WARC file or glob (quote it), e.g. 'data/*.warc.gz'; repeatable")
+    add_source_arguments(b)  # --warc, --cc-news, --files-per-month, --sample, --refresh-listing
+    b.add_argument("--keep-warc", default=None, metavar="DIR", help="also keep a copy of each streamed WARC here")
+    b.add_argument("--allow-failed", action="store_true",
+                   help="exit 0 even when some files could not be had (default: exit 4; a rerun retries them)")
     b.add_argument("--workspace", required=True, help="workspace folder (created if missing)")
     b.add_argument("--workers", type=int, default=None, help="parallel processes (default: all cores)")
     b.add_argument("--engine", choices=("local", "ray"), default=None, help="executor (default: config)")
@@ -27,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--workspace", required=True, help="workspace folder")
     add_common(r, ())
     r.set_defaults(func=run_report)
+    add_fetch_command(csub)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -49,9 +59,19 @@ def run_build(args: argparse.Namespace) -> int:
     if args.ray_address:
         cfg.setdefault("execution", {})["ray_address"] = args.ray_address
     engine = args.engine or (cfg.get("execution") or {}).get("engine", "local")
-    summary = build_corpus(expand_warc_globs(args.warc), args.workspace, config=cfg, workers=args.workers,
-                           engine=engine, progress=not args.no_progress)
+    from forecast_env.corpus_build.source import resolve_sources
+    from forecast_env.corpus_build.stream import FILES_FAILED_EXIT
+
+    sources = resolve_sources(spec_from_args(args), cfg, args.workspace)
+    summary = build_corpus(sources, args.workspace, config=cfg, workers=args.workers, engine=engine,
+                           progress=not args.no_progress, keep_warc=args.keep_warc)
     print(render_summary(summary))
+    for line in report_transfer(summary):
+        print(line)
+    if summary["counts"].get("files_failed") and not args.allow_failed:
+        print(f"{summary['counts']['files_failed']} files could not be had (listed above); rerun to retry them, "
+              "or pass --allow-failed")
+        return FILES_FAILED_EXIT
     return 0
 
 
