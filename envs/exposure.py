@@ -219,8 +219,9 @@ class _OptionKey:
     words: tuple[str, ...]
 
 
-def option_keys(q: QuestionText, skipped: list[tuple[str, str, str]]) -> list[_OptionKey]:
-    """The distinctive options of `q` as word sequences (generic, empty, duplicate and shared words dropped)."""
+def option_keys(q: QuestionText, skipped: list[tuple[str, str, str]]) -> tuple[list[_OptionKey], int]:
+    """The distinctive options of `q` as word sequences (generic, empty, duplicate and shared words
+    dropped), and how many named options it has (the size a strict subset is measured against)."""
     raw = [(o, tuple(tokens(fold(o)))) for o in q.options]
     named = []
     for o, w in raw:
@@ -231,7 +232,7 @@ def option_keys(q: QuestionText, skipped: list[tuple[str, str, str]]) -> list[_O
         else:
             named.append((o, w))
     if len(named) < 2 and not (len(named) == 1 and len(q.options) > 2):
-        return []  # a Yes/No question (or one named option against generic ones): the event rule's business
+        return [], len(named)  # a Yes/No question (or one named option against generic ones): the event rule's
     # words every named option shares ("Party", "FC") are not distinctive: strip a common prefix and suffix
     pre = 0
     while all(len(w) > pre + 1 for _, w in named) and len({w[pre] for _, w in named}) == 1:
@@ -251,7 +252,7 @@ def option_keys(q: QuestionText, skipped: list[tuple[str, str, str]]) -> list[_O
             skipped.append((q.event_id, o, "label_not_distinctive"))
         else:
             keys.append(_OptionKey(q.event_id, o, k))
-    return keys
+    return keys, len(named)
 
 
 def _deadline_stripped(words: list[str]) -> list[str]:
@@ -386,8 +387,8 @@ class _Index:
         self.event_by_stem: dict[str, list[_EventKey]] = defaultdict(list)
         event_keys = []
         for q in questions:
-            keys = option_keys(q, report.skipped)
-            self.n_keys[q.event_id] = len(keys)
+            keys, n_named = option_keys(q, report.skipped)
+            self.n_keys[q.event_id] = n_named
             for k in keys:
                 self.by_first[k.words[0]].append(k)
             ek = event_key(q, report.skipped)
