@@ -1,14 +1,13 @@
 """The forecasting environment (docs/design.md §5): one resolved event replayed over its forecast dates.
 
-The text space lives in `text_space.py`, observation rendering in `observation.py`, the episode
-records in `episodes.py`, tool parsing and the retrieval tools in `tools.py`.
+The shared `step()` and the searcher live in `base.py`, the text space in `text_space.py`,
+observation rendering in `observation.py`, the episode records in `episodes.py`, tool parsing and
+the retrieval tools in `tools.py`; this module adds the episode's tools and its budget.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -17,29 +16,23 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from forecast_env import scoring
-from forecast_env.config import load_config
 from forecast_env.envs import tools
+from forecast_env.envs.base import ERROR_KINDS, BaseEnv
 from forecast_env.envs.episodes import EventEpisode, ForecastDate, Quote, load_episodes
-from forecast_env.envs.notebook import Notebook, NotebookError
+from forecast_env.envs.notebook import Notebook
 from forecast_env.envs.observation import render_observation
-from forecast_env.envs.records import args_json, forecast_row, jsonable, tool_call_row
+from forecast_env.envs.records import args_json, forecast_row
 from forecast_env.envs.text_space import UnicodeText, dump_observation
 from forecast_env.errors import EventsError, ForecastEnvError
 
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
 
-log = logging.getLogger(__name__)
-
-__all__ = ["EventEpisode", "ForecastDate", "ForecastEnv", "Quote", "UnicodeText", "dump_observation",
+__all__ = ["ERROR_KINDS", "EventEpisode", "ForecastDate", "ForecastEnv", "Quote", "UnicodeText", "dump_observation",
            "load_episodes"]
 
-#: `info["error_kind"]` values: the agent sent something invalid, a tool refused a valid request
-#: (an error of this project's hierarchy), or the environment itself failed (a bug: never expected).
-ERROR_KINDS = ("invalid_action", "tool_failed", "internal")
 
-
-class ForecastEnv(tools.RetrievalEnv):
+class ForecastEnv(BaseEnv):
     """
     ## Description
 
@@ -157,19 +150,9 @@ class ForecastEnv(tools.RetrievalEnv):
         searcher: Searcher | None = None,
         **overrides: Any,
     ) -> None:
-        merged = dict(config or {})
-        merged.update(overrides)
-        if split is not None:
-            merged["split"] = split
-        self.config = load_config("env", overrides=merged)
-        cfg = self.config
-        if cfg["max_observation_chars"] < 1000:
-            raise ForecastEnvError(f"env.max_observation_chars = {cfg['max_observation_chars']} is too small; "
-                                   "use at least 1000")
+        cfg = self._configure(workspace, split, config, overrides)
         if cfg["max_calls_per_date"] < 1:
             raise ForecastEnvError("env.max_calls_per_date must be at least 1")
-        self.workspace = Path(workspace)
-        self.split = cfg["split"]
         self.episodes = load_episodes(self.workspace, self.split, event_ids)
         self._by_id = {e.event_id: e for e in self.episodes}
         self._hold_searcher(searcher)
@@ -225,78 +208,41 @@ class ForecastEnv(tools.RetrievalEnv):
                 raise EventsError(f"reset: event {self._ep.event_id!r} has no forecast date with step "
                                   f"{options['step']!r}; its steps are {steps[0]}..{steps[-1]}")
             self._t = steps.index(options["step"])
-        obs, info = self._observe(None, None, None)
+        obs, info = self._observe(None, None, None, None)
         info["tool_specs"] = self.tool_specs
-        info["error_kind"] = None
         self._steps.append({"observation": obs, "action": None, "reward": 0.0, "terminated": False})
         return obs, info
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
-        if self._ep is None or self._done:
-            obs, info = self._observe(None, "the episode is over; call reset() to start the next one", None)
-            info["error_kind"] = "invalid_action"
-            return obs, 0.0, self._done, False, info
-        started = time.perf_counter()
-        self._calls += 1
-        self._call_index += 1
-        step_of_call = self._date.step  # a forecast advances the date: its row belongs to this one
-        result, error, kind, tool, args, telemetry, forecasted = None, None, None, None, None, {}, False
-        reward = 0.0
-        message = None
-        try:
-            parsed = tools.parse_action(action, self.config["max_action_chars"])
-            tool, telemetry = parsed.tool, parsed.telemetry
-            args = parsed.args
-            args = tools.check_args(parsed, self.config["max_k"], self.config["search_k"],
-                                    self.config["search_mode"])
-            result, reward, message = self._run_tool(tool, args)
-            forecasted = tool == "forecast"
-        except (tools.ActionError, NotebookError) as exc:
-            error, kind = str(exc), "invalid_action"
-        except ForecastEnvError as exc:
-            error, kind = f"{tool or 'action'} failed: {exc}", "tool_failed"
-        except Exception as exc:  # a bug: the agent still gets an observation, info says "internal"
-            log.error("tool %s raised on agent input", tool, exc_info=True)
-            error = f"{tool or 'action'} failed: internal error {type(exc).__name__}: {str(exc)[:200]}"
-            kind = "internal"
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
-        self._record_call(tool, args, result, error, elapsed_ms, telemetry, step=step_of_call)
-        if not forecasted and self._calls >= self.config["max_calls_per_date"]:
-            day = self._date.day
-            reward = self._record_forecast(None, budget_exhausted=True)
-            message = (f"call budget of {self.config['max_calls_per_date']} for {day.isoformat()} is spent "
-                       "without a forecast: the uniform forecast was recorded")
-            message += self._advance()
-        obs, info = self._observe(result, error, message)
-        info["error_kind"] = kind
-        if self._done:
-            reward = self._final_reward(reward)
-            info["scores"] = self._scores()
-        self._steps.append({"observation": obs, "action": jsonable(action, self.config["max_action_chars"]),
-                            "reward": reward, "terminated": self._done})
-        return obs, reward, self._done, False, info
+    # -- the hooks of BaseEnv's step() and skip_date() ------------------------------------------
 
-    def skip_date(self, reason: str) -> tuple[str, float, bool, bool, dict]:
-        """Record the current date as *missing* (infrastructure failure; never scored) and advance."""
-        if self._ep is None or self._done:
-            obs, info = self._observe(None, "the episode is over; call reset() to start the next one", None)
-            info["error_kind"] = "invalid_action"
-            return obs, 0.0, self._done, False, info
-        reason = str(reason)[:1000]
+    def _finished(self) -> bool:
+        return self._ep is None or self._done
+
+    def _call_step(self) -> int:
+        return self._date.step
+
+    def _row_id(self) -> str:
+        assert self._ep is not None
+        return self._ep.event_id
+
+    def _spend_budget(self, tool: str | None, ok: bool, reward: float, message: str | None) -> tuple[float, str | None]:
+        """A date whose calls are spent without a forecast gets the uniform forecast, and the next date begins."""
+        if (ok and tool == "forecast") or self._calls < self.config["max_calls_per_date"]:
+            return reward, message
         day = self._date.day
-        self._call_index += 1
-        self._record_call("skip_date", {"reason": reason}, None, reason, 0.0, {})
+        reward = self._record_forecast(None, budget_exhausted=True)
+        message = (f"call budget of {self.config['max_calls_per_date']} for {day.isoformat()} is spent "
+                   "without a forecast: the uniform forecast was recorded")
+        return reward, message + self._advance()
+
+    def _skip(self, reason: str) -> tuple[float, str | None]:
+        """The current date is recorded as missing and the next one begins."""
+        day = self._date.day
         self._record_forecast(None, missing=True, raw=json.dumps({"skipped": reason}))
-        message = f"{day.isoformat()} was skipped ({reason[:200]}): recorded as missing" + self._advance()
-        obs, info = self._observe(None, None, message)
-        info["error_kind"] = None
-        reward = 0.0
-        if self._done:
-            reward = self._final_reward(0.0)
-            info["scores"] = self._scores()
-        self._steps.append({"observation": obs, "action": {"skip_date": reason}, "reward": reward,
-                            "terminated": self._done})
-        return obs, reward, self._done, False, info
+        return 0.0, f"{day.isoformat()} was skipped ({reason[:200]}): recorded as missing" + self._advance()
+
+    def _final_info(self) -> dict[str, Any]:
+        return {"scores": self._scores()}
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -382,25 +328,10 @@ class ForecastEnv(tools.RetrievalEnv):
             self._notebook = Notebook(self.config["max_claim_chars"])
         return f"; now forecasting for {self._date.day.isoformat()} (step {self._date.step})"
 
-    def _final_reward(self, step_reward: float) -> float:
-        if self.config["reward_mode"] == "step":
-            return step_reward
-        briers = [r["brier"] for r in self._forecasts if not r["missing"]]
-        return -float(np.mean(briers)) if briers else 0.0
-
     def _scores(self) -> list[dict[str, Any]]:
         return [{k: r[k] for k in ("step", "forecast_date", "brier", "accuracy", "log_vs_market",
                                    "log_vs_market_close", "fallback")}
                 for r in self._forecasts if not r["missing"]]
-
-    def _record_call(self, tool: str | None, args: Any, result: Any, error: str | None, elapsed_ms: float,
-                     telemetry: Mapping[str, float | None], step: int | None = None) -> None:
-        ep = self._ep
-        assert ep is not None
-        self._tool_calls.append(tool_call_row(
-            event_id=ep.event_id, rollout=self.rollout, step=self._date.step if step is None else step,
-            call_index=self._call_index, tool=tool, args=args, result=result, error=error,
-            elapsed_ms=elapsed_ms, telemetry=telemetry))
 
     def _market_previous_day(self) -> dict[str, float | None]:
         ep, d = self._ep, self._date
@@ -408,7 +339,7 @@ class ForecastEnv(tools.RetrievalEnv):
         prev = d.day - timedelta(days=1)
         return {o: ep.quote(prev, o).belief for o in d.options}
 
-    def _observe(self, result: Any, error: str | None, message: str | None) -> tuple[str, dict]:
+    def _observe(self, result: Any, error: str | None, message: str | None, kind: str | None) -> tuple[str, dict]:
         ep, d = self._ep, self._date
         assert ep is not None
         content: dict[str, Any] = {
@@ -430,5 +361,6 @@ class ForecastEnv(tools.RetrievalEnv):
         info = dict(content)
         info["event_id"] = ep.event_id
         info["terminated"] = self._done
+        info["error_kind"] = kind
         return obs, info
 

@@ -1,5 +1,6 @@
 """The agent's tools (docs/design.md §5): JSON-schema specs, action parsing and argument checking, the
-two retrieval tools and the searcher behind them (`RetrievalEnv`, what it hides: `hidden_set`).
+two retrieval tools and what the searcher behind them hides (`hidden_set`); the environments' shared
+`step()` and their searcher live in `base.py`.
 
 An action is `{"tool": name, "args": {...}}`, its JSON string, or an OpenAI-style tool call
 (`{"type": "function", "function": {"name": ..., "arguments": "<json>"}}`, `{"name": ...,
@@ -17,12 +18,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
-
-from forecast_env.errors import ConfigError, FutureArticleError, UnknownArticleError
+from forecast_env.errors import FutureArticleError, UnknownArticleError
 
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
@@ -395,45 +393,3 @@ def hidden_set(env_config: Mapping[str, Any]) -> tuple[str, ...]:
     leak = bool(env_config.get("hide_leak_flagged", True))
     shown = {"leak_flag": leak, "market_quote": bool(env_config.get("hide_market_quotes", leak))}
     return tuple(flag for flag in HIDE_KEYS if shown[flag])
-
-
-class RetrievalEnv(gym.Env):
-    """The base of both environments: the searcher behind their retrieval tools.
-
-    The searcher is opened at the first search with the hide set of the env config (`hidden`) and
-    closed by `close()`. A searcher passed in belongs to the caller and must hide exactly that set (a
-    ConfigError names both otherwise), so the configuration a run records is what its agents saw.
-    """
-
-    workspace: Path
-    config: dict[str, Any]
-    hidden: tuple[str, ...] = ()
-    _searcher: Searcher | None = None
-    _owns_searcher: bool = False
-
-    def _hold_searcher(self, searcher: Searcher | None) -> None:
-        """Take the caller's searcher (checked against the config's hide set), or none yet."""
-        self.hidden = hidden_set(self.config)
-        if searcher is not None and set(searcher.hidden) != set(self.hidden):
-            keys = ", ".join(f"env.{key}={str(bool(self.config[key])).lower()}" for key in HIDE_KEYS.values())
-            raise ConfigError(
-                f"the searcher passed in hides {list(searcher.hidden)}, but {keys} hide {list(self.hidden)}; "
-                f"open it with Searcher.open(workspace, hide={list(self.hidden)}), or pass no searcher")
-        self._searcher, self._owns_searcher = searcher, False
-
-    @property
-    def searcher(self) -> Searcher:
-        """The retrieval backend (opened on first use, hiding `hidden`)."""
-        if self._searcher is None:
-            from forecast_env.retrieval import Searcher
-
-            self._searcher = Searcher.open(self.workspace, hide=self.hidden)
-            self._owns_searcher = True
-        return self._searcher
-
-    def close(self) -> None:
-        """Close the searcher this environment opened (a searcher passed in belongs to the caller)."""
-        if self._owns_searcher and self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
-        super().close()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import logging
 import math
-import time
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
@@ -14,11 +12,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from forecast_env import scoring
-from forecast_env.config import load_config
 from forecast_env.envs import tools
-from forecast_env.envs.notebook import Notebook, NotebookError
+from forecast_env.envs.base import BaseEnv
+from forecast_env.envs.notebook import Notebook
 from forecast_env.envs.observation import render_observation
-from forecast_env.envs.records import args_json, forecast_row, jsonable, tool_call_row
+from forecast_env.envs.records import args_json, forecast_row
 from forecast_env.envs.text_space import UnicodeText
 from forecast_env.envs.world import World, WorldQuestion, load_world
 from forecast_env.errors import ForecastEnvError
@@ -26,12 +24,10 @@ from forecast_env.errors import ForecastEnvError
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
 
-log = logging.getLogger(__name__)
-
 NOT_LISTED = "{tool}: no question {qid!r} is listed today; use a question_id from today's list"
 
 
-class ForecastWorldEnv(tools.RetrievalEnv):
+class ForecastWorldEnv(BaseEnv):
     """
     ## Description
 
@@ -104,26 +100,20 @@ class ForecastWorldEnv(tools.RetrievalEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    TOOL_NAMES = tools.WORLD_TOOL_NAMES
+    WORLD_ARGS = True
+    OVER_MESSAGE = "the world is over; call reset() to start again"
 
     def __init__(self, workspace: str | Path, split: str | None = None, start: str | date | None = None,
                  end: str | date | None = None, config: Mapping[str, Any] | None = None,
                  event_ids: Sequence[str] | None = None, searcher: Searcher | None = None, **overrides: Any) -> None:
-        merged = dict(config or {})
-        merged.update(overrides)
-        if split is not None:
-            merged["split"] = split
-        self.config = cfg = load_config("env", overrides=merged)
-        if cfg["max_observation_chars"] < 1000:
-            raise ForecastEnvError(f"env.max_observation_chars = {cfg['max_observation_chars']} is too small; "
-                                   "use at least 1000")
+        cfg = self._configure(workspace, split, config, overrides)
         if cfg["world_page_size"] < 1 or cfg["world_base_calls"] < 1 or cfg["world_calls_per_question"] < 0:
             raise ForecastEnvError("env.world_page_size and env.world_base_calls must be at least 1 and "
                                    "env.world_calls_per_question at least 0")
         if cfg["show_market"]:
             raise ForecastEnvError("env.show_market is an episode-mode ablation; world mode has no previous-day "
                                    "market view: set show_market=false")
-        self.workspace = Path(workspace)
-        self.split = cfg["split"]
         self.world: World = load_world(self.workspace, self.split, start, end, event_ids)
         self.days = self.world.days
         self._by_id = {q.question_id: q for q in self.world.questions}
@@ -168,70 +158,36 @@ class ForecastWorldEnv(tools.RetrievalEnv):
         self._steps.append({"observation": obs, "action": None, "reward": 0.0, "terminated": False})
         return obs, info
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
-        if self._done:
-            obs, info = self._observe(None, "the world is over; call reset() to start again", None,
-                                      "invalid_action")
-            return obs, 0.0, True, False, info
-        started = time.perf_counter()
-        self._calls += 1
-        self._call_index += 1
-        day_index = self._t + 1
-        result, error, kind, tool, args, telemetry, message, reward = None, None, None, None, None, {}, None, 0.0
-        try:
-            parsed = tools.parse_action(action, self.config["max_action_chars"], tools.WORLD_TOOL_NAMES)
-            tool, telemetry, args = parsed.tool, parsed.telemetry, parsed.args
-            args = tools.check_args(parsed, self.config["max_k"], self.config["search_k"],
-                                    self.config["search_mode"], world=True)
-            result, reward, message = self._run_tool(tool, args)
-        except (tools.ActionError, NotebookError) as exc:
-            error, kind = str(exc), "invalid_action"
-        except ForecastEnvError as exc:
-            error, kind = f"{tool or 'action'} failed: {exc}", "tool_failed"
-        except Exception as exc:  # a bug: the agent still gets an observation, info says "internal"
-            log.error("tool %s raised on agent input", tool, exc_info=True)
-            error = f"{tool or 'action'} failed: internal error {type(exc).__name__}: {str(exc)[:200]}"
-            kind = "internal"
-        self._tool_calls.append(tool_call_row(
-            event_id=self.world_id, rollout=self.rollout, step=day_index, call_index=self._call_index, tool=tool,
-            args=args, result=result, error=error, elapsed_ms=(time.perf_counter() - started) * 1000.0,
-            telemetry=telemetry))
-        if tool != "next_day" or error is not None:
-            self._calls_today[tool] = self._calls_today.get(tool, 0) + 1
-            if self._calls >= self.budget:
-                day = self.today
-                reward = self._end_day(budget_exhausted=True)
-                message = (f"the call budget of {day.isoformat()} is spent: the day is over" + self._advance_notice())
-        obs, info = self._observe(result, error, message, kind)
-        if self._done:
-            reward = self._final_reward(reward)
-            info.update(self.scores())
-        self._steps.append({"observation": obs, "action": jsonable(action, self.config["max_action_chars"]),
-                            "reward": reward, "terminated": self._done})
-        return obs, reward, self._done, False, info
+    # -- the hooks of BaseEnv's step() and skip_date() ------------------------------------------
 
-    def skip_date(self, reason: str) -> tuple[str, float, bool, bool, dict]:
-        """End today for an infrastructure failure (questions scored today with no standing forecast
-        are recorded as missing) and move the clock on."""
-        if self._done:
-            obs, info = self._observe(None, "the world is over; call reset() to start again", None,
-                                      "invalid_action")
-            return obs, 0.0, True, False, info
-        reason = str(reason)[:1000]
-        self._call_index += 1
-        self._tool_calls.append(tool_call_row(
-            event_id=self.world_id, rollout=self.rollout, step=self._t + 1, call_index=self._call_index,
-            tool="skip_date", args={"reason": reason}, result=None, error=reason, elapsed_ms=0.0, telemetry={}))
+    def _finished(self) -> bool:
+        return self._done
+
+    def _call_step(self) -> int:
+        return self._t + 1  # the day's number
+
+    def _row_id(self) -> str:
+        return self.world_id
+
+    def _spend_budget(self, tool: str | None, ok: bool, reward: float, message: str | None) -> tuple[float, str | None]:
+        """Every call but a successful `next_day` counts against today's budget; spending it ends the day."""
+        if ok and tool == "next_day":
+            return reward, message
+        self._calls_today[tool] = self._calls_today.get(tool, 0) + 1
+        if self._calls < self.budget:
+            return reward, message
+        day = self.today
+        reward = self._end_day(budget_exhausted=True)
+        return reward, f"the call budget of {day.isoformat()} is spent: the day is over" + self._advance_notice()
+
+    def _skip(self, reason: str) -> tuple[float, str | None]:
+        """Today ends: its scheduled questions without a standing forecast are recorded as missing."""
         day = self.today
         reward = self._end_day(skipped=reason)
-        message = f"{day.isoformat()} was skipped ({reason[:200]})" + self._advance_notice()
-        obs, info = self._observe(None, None, message, None)
-        if self._done:
-            reward = self._final_reward(reward)
-            info.update(self.scores())
-        self._steps.append({"observation": obs, "action": {"skip_date": reason}, "reward": reward,
-                            "terminated": self._done})
-        return obs, reward, self._done, False, info
+        return reward, f"{day.isoformat()} was skipped ({reason[:200]})" + self._advance_notice()
+
+    def _final_info(self) -> dict[str, Any]:
+        return self.scores()
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -368,12 +324,6 @@ class ForecastWorldEnv(tools.RetrievalEnv):
         if self._done:
             return "; the world is finished"
         return f"; today is {self.today.isoformat()} ({len(self.listed)} questions listed)"
-
-    def _final_reward(self, step_reward: float) -> float:
-        if self.config["reward_mode"] == "step":
-            return step_reward
-        briers = [r["brier"] for r in self._forecasts if not r["missing"]]
-        return -float(np.mean(briers)) if briers else 0.0
 
     def _question_rows(self) -> list[dict[str, Any]]:
         out = []

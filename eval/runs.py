@@ -231,7 +231,8 @@ def open_run(workspace: str | Path | Workspace, record: Mapping[str, Any], *, ru
                            "never resumed)")
         prev = run.read_record()
         if prev.get("fingerprint") not in (None, fp):
-            raise RunError(f"{run.dir} holds a run with other agents, events, seed, configs or way of playing; "
+            raise RunError(f"{run.dir} holds a run with other agents, events, seed or configs (or another engine, "
+                           "unit or session); "
                            "resume it with the same settings, or choose a new --run-id")
         if if_exists == "join":
             return run
