@@ -238,7 +238,7 @@ class PolymarketClient:
         )
 
     # -- events --------------------------------------------------------------------------------
-    def _events_query(self, closed_since: date | None) -> dict[str, Any]:
+    def _events_query(self, closed_since: date | None, closed_before: date | None = None) -> dict[str, Any]:
         query: dict[str, Any] = {
             "closed": "true",
             "order": "id",
@@ -247,10 +247,16 @@ class PolymarketClient:
         }
         if closed_since is not None:
             query["end_date_min"] = closed_since.isoformat()
+        if closed_before is not None:
+            query["end_date_max"] = closed_before.isoformat()
         return query
 
     def fetch_events(
-        self, closed_since: date | None = None, max_pages: int | None = None, refresh: bool = False
+        self,
+        closed_since: date | None = None,
+        max_pages: int | None = None,
+        refresh: bool = False,
+        closed_before: date | None = None,
     ) -> int:
         """Fetch the Gamma /events listing of closed events into the cache; returns the events cached.
 
@@ -259,7 +265,7 @@ class PolymarketClient:
         (and any that follow, for events closed since). `max_pages` bounds the pages considered.
         """
         page_size = int(self.config["page_size"])
-        query = self._events_query(closed_since)
+        query = self._events_query(closed_since, closed_before)
         query_key = {**query, "url": self.config["gamma_url"]}
         st = self._state["events"]
         if st.get("query") != query_key:
@@ -474,6 +480,7 @@ class PolymarketClient:
         progress: bool = True,
         max_pages: int | None = None,
         refresh: bool = False,
+        closed_before: date | None = None,
     ) -> dict[str, Any]:
         """Events, then every market's token price histories and trades; returns a summary of counts.
 
@@ -511,7 +518,14 @@ class PolymarketClient:
         }
         reasons: dict[str, int] = summary["skip_reasons"]
         try:
-            summary["events"] = self.fetch_events(closed_since, max_pages=max_pages, refresh=refresh)
+            summary["events"] = self.fetch_events(
+                closed_since, max_pages=max_pages, refresh=refresh, closed_before=closed_before
+            )
+            before = (
+                datetime(closed_before.year, closed_before.month, closed_before.day, tzinfo=UTC)
+                if closed_before is not None
+                else None
+            )
             since = (
                 datetime(closed_since.year, closed_since.month, closed_since.day, tzinfo=UTC)
                 if closed_since is not None
@@ -526,6 +540,9 @@ class PolymarketClient:
                 closed = event_close(event)
                 if since is not None and closed is not None and closed < since:
                     summary["events_filtered"] += 1
+                    continue
+                if before is not None and closed is not None and closed >= before:
+                    summary["events_filtered"] += 1  # closed on or after --closed-before
                     continue
                 markets = event.get("markets")
                 if not isinstance(markets, list):

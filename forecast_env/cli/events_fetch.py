@@ -51,6 +51,13 @@ def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse
         help="only events that closed on or after this date",
     )
     p.add_argument(
+        "--closed-before",
+        type=_iso_date,
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="only events that closed before this date (and whose endDate is on or before it)",
+    )
+    p.add_argument(
         "--max-pages",
         type=_positive_int,
         default=None,
@@ -79,6 +86,7 @@ def run_fetch(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             max_pages=args.max_pages,
             refresh=args.refresh,
+            closed_before=args.closed_before,
         )
     print(format_summary(summary))
     return 0
@@ -89,7 +97,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lines = [
         (
             f"events:  {summary['events']} cached, {summary['events_selected']} selected, "
-            f"{summary['events_filtered']} closed before --closed-since, {summary['events_skipped']} malformed"
+            f"{summary['events_filtered']} closed outside --closed-since/--closed-before, "
+            f"{summary['events_skipped']} malformed"
         ),
         f"markets: {summary['markets']} seen, {summary['markets_skipped']} skipped"
         + (

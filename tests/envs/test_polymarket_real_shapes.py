@@ -147,7 +147,7 @@ def served_cache(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     _same_day_cache(world / "polymarket", with_start=False)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             url = urlsplit(self.path)
             status, headers, body = sp.handle("GET", url.path, parse_qs(url.query), world) or (404, {}, b"")
             self.send_response(status)

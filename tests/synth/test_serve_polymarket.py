@@ -18,11 +18,12 @@ import pytest
 from forecast_env.envs.polymarket.cache import PolymarketCache
 from forecast_env.envs.polymarket.client import PolymarketClient
 from forecast_env.synth import serve_polymarket as sp
+from forecast_env.timeparse import parse_api_time
 
 
 def _serve(world: Path) -> tuple[ThreadingHTTPServer, str]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             url = urlsplit(self.path)
             out = sp.handle("GET", url.path, parse_qs(url.query), world)
             status, headers, body = out if out is not None else (404, {}, b"not served")
@@ -170,3 +171,22 @@ def test_truncated_body_is_retried_and_offset_cap_truncates(served: tuple[Path, 
     assert summary["trades_truncated"] > 0  # the server's 400 past its offset cap
     state = json.loads((tmp_path / "fetch_state.json").read_text())
     assert any(v.get("status") == "truncated" for v in state["trades"].values())
+
+
+def test_closed_before_bounds_the_listing_server_and_client_side(served: tuple[Path, str], tmp_path: Path) -> None:
+    from datetime import UTC, date, datetime
+
+    from forecast_env.envs.polymarket.responses import event_close
+
+    world, base = served
+    before = date(2026, 1, 1)
+    with PolymarketClient(tmp_path, _config(base), sleep=lambda s: None) as client:
+        summary = client.fetch_all(closed_before=before, progress=False)
+    cut = datetime(2026, 1, 1, tzinfo=UTC)
+    everything = list(PolymarketCache(world / "polymarket").events())
+    fetched = list(PolymarketCache(tmp_path).events())
+    assert 0 < len(fetched) < len(everything)
+    assert all(parse_api_time(e["endDate"]) <= cut for e in fetched)  # end_date_max, server-side
+    kept = summary["events_selected"]
+    assert kept == sum(1 for e in fetched if event_close(e) < cut)  # closed before, client-side
+    assert summary["events_filtered"] == len(fetched) - kept
