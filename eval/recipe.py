@@ -681,8 +681,14 @@ def plan_recipe(recipe: Recipe, workspace: str | Path, *, offline: bool = False,
 
     ws = Path(workspace)
     cache_dir = build_dir(ws) / "dry-run"
-    settings = HttpSettings.from_config(recipe.corpus)
+    import dataclasses
+
+    # a dry run probes, it does not insist: one retry, a short timeout, and no more reads of a base
+    # URL that could not be reached at all (every later month is then an estimate)
+    settings = dataclasses.replace(HttpSettings.from_config(recipe.corpus), retries=1,
+                                   timeout_s=min(HttpSettings.from_config(recipe.corpus).timeout_s, 15.0))
     base = check_base_url(settings.base_url)
+    unreachable = False
     heads = None if offline else _Heads(cache_dir / "heads.json", settings, client)
     news = recipe.values["news"]
     notes: list[str] = []
@@ -697,14 +703,15 @@ def plan_recipe(recipe: Recipe, workspace: str | Path, *, offline: bool = False,
             if f.is_file():
                 paths, origin = [ln for ln in f.read_text().splitlines() if ln.strip()], how
                 break
-        if paths is None and not offline:
+        if paths is None and not offline and not unreachable:
             try:
                 paths = read_listing(base, y, m, settings, client=client)
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 cached.write_text("".join(f"{p}\n" for p in paths))
                 origin = "listing"
             except Exception as exc:  # an unreadable listing becomes an estimate
-                notes.append(f"{key}: listing not read ({str(exc)[:120]}); files estimated")
+                notes.append(f"{key}: listing not read ({str(exc)[:160]}); files estimated")
+                unreachable = "404" not in str(exc)
         if paths is not None:
             picked = pick_files(paths, news["files_per_month"], news["sample"])
             listed = len(paths)
@@ -763,7 +770,8 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
          "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)"},
         {"stage": "corpus", "core_hours": records / EXTRACT_RECORDS_PER_CORE_S / 3600, "memory": workers * WORKER_PEAK_BYTES,
          "disk": kept * STORE_BYTES_PER_ARTICLE,
-         "basis": f"{records:,.0f} records ({est}: {EST_RECORDS_PER_GB:,}/GB) at {EXTRACT_RECORDS_PER_CORE_S:g}/s/core; "
+         "basis": f"{workers} worker(s); {records:,.0f} records ({est}: {EST_RECORDS_PER_GB:,}/GB) at "
+                  f"{EXTRACT_RECORDS_PER_CORE_S:g}/s/core; "
                   f"{kept:,.0f} kept ({KEPT_PER_FILE:,.0f}/file, the paper's rate)"},
         {"stage": "merge", "core_hours": kept * merge_s / 3600, "memory": kept * merge_b, "disk": 0.0,
          "basis": "measured (corpus_build.merge)" if merge_measured else f"{est}: in-memory merge of the small world"},
