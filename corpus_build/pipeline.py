@@ -38,6 +38,7 @@ from forecast_env.corpus_build.merge import (
 )
 from forecast_env.corpus_build.source import Source
 from forecast_env.corpus_build.warc import ReadDrop, WarcReader, fault_kind
+from forecast_env.enums import ENGINES
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (
@@ -534,7 +535,7 @@ def build_corpus(
     t_start = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
     exec_cfg = cfg.get("execution") or {}
-    if engine not in ("local", "ray"):
+    if engine not in ENGINES:
         raise CorpusError(f"engine {engine!r} is not known; choose local or ray")
     workers = int(workers or exec_cfg.get("workers") or os.cpu_count() or 1)
     inputs = resolve_inputs(warc_paths)

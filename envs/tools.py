@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from forecast_env.enums import SEARCH_MODES
 from forecast_env.errors import FutureArticleError, UnknownArticleError
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ WORLD_ARGS = {
     "forecast": (("question_id", "probabilities"), ()),
     "next_day": ((), ()),
 }
-SEARCH_MODES = ("hybrid", "dense", "bm25")
 TELEMETRY_KEYS = ("prompt_tokens", "completion_tokens", "latency_ms", "cost_usd")
 
 

@@ -23,11 +23,12 @@ from typing import Any
 
 import polars as pl
 
+from forecast_env.enums import PLAY_MODES
 from forecast_env.errors import RunError
 from forecast_env.eval import metrics
 from forecast_env.eval.bootstrap import clustered_mean
 
-MODES = ("episode", "world")
+MODES = PLAY_MODES
 #: environment settings that change what an agent can see or how it is scored; both runs must agree on
 #: them (the call budgets differ by design: per date in episode mode, per day and question in world mode)
 ENV_KEYS = ("memory", "search_mode", "search_k", "max_k", "article_chars", "hide_leak_flagged", "hide_market_quotes",

@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from forecast_env.config import load_config
+from forecast_env.enums import ENGINES, PLAY_MODES
 from forecast_env.errors import ForecastEnvError, RunError
 from forecast_env.eval.runs import AgentSpec, RunContext, Task, WorldWindow, open_run, run_record
 from forecast_env.executor import map_unordered
@@ -209,7 +210,7 @@ def run_benchmark(
     rollouts = int(rollouts if rollouts is not None else bench["rollouts"])
     seed = int(seed if seed is not None else bench["seed"])
     engine = engine or bench["engine"]
-    if engine not in ("local", "ray"):
+    if engine not in ENGINES:
         raise RunError(f"engine {engine!r} is unknown; use local or ray")
     if rollouts < 1:
         raise RunError(f"rollouts = {rollouts}: give at least 1")
@@ -236,7 +237,7 @@ def run_benchmark(
         fit_split(split)  # refuses before any episode runs: no other split to fit the rates on
 
     ws = Workspace.at(workspace)
-    if mode not in ("episode", "world"):
+    if mode not in PLAY_MODES:
         raise RunError(f"mode {mode!r} is unknown; use episode or world")
     world = None
     if mode == "world":

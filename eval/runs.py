@@ -64,6 +64,7 @@ import pyarrow as pa
 
 from forecast_env import schema
 from forecast_env.config import config_hash
+from forecast_env.enums import ENGINES
 from forecast_env.errors import RunError
 from forecast_env.store import (
     Workspace,
@@ -88,7 +89,7 @@ PART_VERSION = 1
 RUN_TABLES: tuple[str, ...] = ("forecasts.parquet", "tool_calls.parquet", "notebook.parquet", "trajectories.jsonl",
                                "events.parquet", "market.parquet")
 #: Engines of the runner itself: they change how episodes are spread, never what they do.
-_RUNNER_ENGINES = ("local", "ray")
+_RUNNER_ENGINES = ENGINES
 _FINGERPRINT_KEYS = ("split", "seed", "agents", "event_set_hash", "corpus_snapshot_id", "index_manifest_sha256")
 _EXECUTION_KNOBS = ("workers", "engine", "rollouts", "agents")
 

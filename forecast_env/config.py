@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from forecast_env.enums import ENGINES, SEARCH_MODES, SPLITS
 from forecast_env.errors import ConfigError
 
 SECTIONS = ("corpus", "events", "env", "benchmark")
@@ -31,15 +32,15 @@ ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
         "embed.backend": ("torch", "onnx", "static"),
         "embed.quantize": (None, "int8", "int8-static"),
         "timestamps.visibility": ("conservative", "crawl", "publication"),
-        "execution.engine": ("local", "ray"),
+        "execution.engine": ENGINES,
     },
     "events": {"screen.judge": ("offline", "llm")},
     "env": {
-        "search_mode": ("hybrid", "dense", "bm25"),
-        "split": ("train", "eval", "all"),
+        "search_mode": SEARCH_MODES,
+        "split": SPLITS,
         "reward_mode": ("episode", "step"),
     },
-    "benchmark": {"engine": ("local", "ray"), "split": ("train", "eval", "all")},
+    "benchmark": {"engine": ENGINES, "split": SPLITS},
 }
 
 #: Keys whose value may be null or of another type than the default (dotted path -> accepted types).

@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from forecast_env.enums import ENGINES
 from forecast_env.errors import ForecastEnvError
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-ENGINES = ("local", "ray")
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 

@@ -14,6 +14,7 @@ from forecast_env.cli.corpus_sources import (
     report_transfer,
     spec_from_args,
 )
+from forecast_env.enums import ENGINES
 from forecast_env.errors import CorpusError
 
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit 0 even when some files could not be had (default: exit 4; a rerun retries them)")
     b.add_argument("--workspace", required=True, help="workspace folder (created if missing)")
     b.add_argument("--workers", type=int, default=None, help="parallel processes (default: all cores)")
-    b.add_argument("--engine", choices=("local", "ray"), default=None, help="executor (default: config)")
+    b.add_argument("--engine", choices=ENGINES, default=None, help="executor (default: config)")
     b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_common(b, ["corpus"])

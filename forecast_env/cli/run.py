@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from forecast_env.cli.common import add_common, section_config
+from forecast_env.enums import ENGINES, PLAY_MODES
 from forecast_env.errors import RunError
 
 
@@ -18,11 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rollouts", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--workers", type=int, default=None, help="parallel episodes (default: number of cores)")
-    p.add_argument("--engine", default=None, choices=["local", "ray"])
+    p.add_argument("--engine", default=None, choices=ENGINES)
     p.add_argument("--ray-address", default=None, help="engine ray: address of an existing cluster (default: local Ray)")
     p.add_argument("--run-id", default=None, help="name of the run; rerun with the same id to resume")
     p.add_argument("--events", default=None, help="comma-separated event ids (default: every event of the split)")
-    p.add_argument("--mode", default="episode", choices=["episode", "world"],
+    p.add_argument("--mode", default="episode", choices=PLAY_MODES,
                    help="episode: one event per episode; world: every question of the split on one shared clock")
     p.add_argument("--start", default=None, help="world mode: first day of the calendar (default: the split's)")
     p.add_argument("--end", default=None, help="world mode: last day of the calendar (default: the split's)")

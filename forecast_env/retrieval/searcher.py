@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from forecast_env.config import default_config, load_config
+from forecast_env.enums import SEARCH_MODES
 from forecast_env.errors import (
     ArticleUnavailableError,
     ConfigError,
@@ -52,7 +53,7 @@ from forecast_env.retrieval.layout import EPOCH, REBUILD, day_number, doc_hash, 
 from forecast_env.retrieval.tokenize import tokenize
 from forecast_env.timeparse import parse_day as _read_day
 
-MODES = ("hybrid", "dense", "bm25")
+MODES = SEARCH_MODES
 #: Article flags that `hide` may name, with the per-row array the index stores for each.
 HIDE_FLAGS = {"leak_flag": "leak.npy", "market_quote": "market_quote.npy"}
 
