@@ -482,6 +482,9 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     if verdict == FAIL:
         say(f"[release] not written: the audit FAILED ({', '.join(res.result.get('failed') or [])}); "
             f"see {res.result.get('report')}")
+        _record_path(ws, "release").unlink(missing_ok=True)  # a fixed build releases again
+        if (out / "release.json").exists():
+            say(f"[release] {out / 'release.json'} is from an earlier build, not this one")
         r.results.append(StageResult("release", "not_run", note="audit failed"))
         return _outcome(r, ws, failed_items, verdict)
 

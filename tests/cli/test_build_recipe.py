@@ -14,6 +14,7 @@ import json
 import shutil
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +24,7 @@ import yaml
 
 from forecast_env.cli.main import main
 from forecast_env.eval.recipe import (
+    EXIT_AUDIT_FAIL,
     EXIT_BAD_INPUT,
     EXIT_ITEMS_FAILED,
     EXIT_OK,
@@ -144,6 +146,26 @@ def test_build_from_empty_workspace_then_a_second_run_does_nothing(served_world:
     err = capsys.readouterr().err
     assert rc == EXIT_OK
     assert "[index] already done" in err and "[events] running" in err and "[audit] running" in err
+
+    # an audit FAIL is its own exit status (not bad input) and writes no release: here the stored
+    # schedule offers only the label on a first date moved 30 days early (an old, leaky build)
+    import polars as pl
+
+    path = ws / "events" / "schedule.parquet"
+    sched = pl.read_parquet(path)
+    events = pl.read_parquet(ws / "events" / "events.parquet").filter(pl.col("split") == "eval")
+    ev = events.sort("event_id").row(0, named=True)
+    first = (pl.col("event_id") == ev["event_id"]) & (pl.col("step") == 1)
+    early = sched.filter(first)["forecast_date"][0] - timedelta(days=30)
+    sched.with_columns(pl.when(first).then(pl.lit(early)).otherwise(pl.col("forecast_date")).alias("forecast_date"),
+                       pl.when(first).then(pl.lit([ev["label"]], dtype=pl.List(pl.String)))
+                       .otherwise(pl.col("options")).alias("options")).write_parquet(path)
+    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(served_world),
+               "--set", "events.filters.min_span_days=9", "--set", "recipe.audit.checks=[schedule]"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_AUDIT_FAIL, err[-2000:]
+    assert "[events] already done" in err and "[release] not written: the audit FAILED (schedule)" in err
+    assert read_record(ws, "release") is None
 
 
 def test_dry_run_reads_the_listings_and_prints_the_plan(served_world: dict, tmp_path: Path) -> None:
