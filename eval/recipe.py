@@ -236,6 +236,10 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
     if not news["cc_news"] and not news["warc"]:
         raise ConfigError(f"{where}: the recipe names no news: set news.cc_news (e.g. 2025-03..2025-05) or "
                           "news.warc (paths, globs or URLs)")
+    if news["cc_news"]:
+        from forecast_env.corpus_build.source import parse_months
+
+        parse_months(news["cc_news"])  # a bad month is bad input now, not after the Polymarket fetch
     routed = route_overrides([item for _, _, item in theirs], SECTIONS)
     sections = {}
     for section in SECTIONS:

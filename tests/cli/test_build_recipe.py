@@ -216,3 +216,7 @@ def test_bad_recipes_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
                  "--set", "events.filters.nope=1"]) == EXIT_BAD_INPUT
     assert main(["build", "--recipe", "small", "--workspace", str(tmp_path / "ws"), "--dry-run", "--offline",
                  "--set", "recipe.news.files_per_month=x"]) == EXIT_BAD_INPUT
+    assert main(["build", "--recipe", "small", "--workspace", str(tmp_path / "ws"),
+                 "--set", "recipe.news.cc_news=2025-13"]) == EXIT_BAD_INPUT
+    assert "is not a month" in capsys.readouterr().err
+    assert not (tmp_path / "ws").exists()  # refused before any stage ran
