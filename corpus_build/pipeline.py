@@ -45,7 +45,6 @@ from forecast_env.store import (
     Workspace,
     atomic_write_bytes,
     atomic_write_json,
-    atomic_write_table,
     sha256_file,
     write_manifest,
 )

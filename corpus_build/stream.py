@@ -631,8 +631,8 @@ class RemoteStream(io.RawIOBase):
             if self.length is not None and total is not None and total != self.length:
                 raise FileChanged(f"{self.url}: the file is now {total} bytes, was {self.length} (416 at byte "
                                   f"{self.pos}); its bytes read so far are void")
-            raise TransferError("bad_range", f"{self.url}: 416 Range Not Satisfiable at byte {self.pos} of "
-                                f"{self.length}")
+            # the same file, a range inside it refused: a confused server or cache, retried like a 5xx
+            return (f"HTTP 416 at byte {self.pos} of {self.length}", None)
         if code == 404:
             fail_now("http_404", f"{self.url}: 404 Not Found (not retried; check the path or the listing)")
         if code >= 400 or code < 200 or code >= 300:

@@ -82,7 +82,7 @@ class WorldServer:
                 self.files[cc] = p
         self.faults: dict[str, list[Fault]] = {}
         self.etag_version: dict[str, int] = {}
-        self.log: list[tuple[str, str, str | None, int]] = []  # (method, path, Range, status)
+        self.log: list[list] = []  # [method, path, Range, status] per request, in arrival order
         self._lock = threading.Lock()
         self.active = 0
         self.peak_active = 0
@@ -153,7 +153,7 @@ class WorldServer:
         class Handler(_Handler):
             world = server
 
-        self._httpd = ThreadingHTTPServer((self._host, self._port), Handler)
+        self._httpd = _QuietServer((self._host, self._port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="world-server", daemon=True)
         self._thread.start()
@@ -172,7 +172,11 @@ class WorldServer:
         self.stop()
 
     # -- internals -------------------------------------------------------------------------------
-    def take_fault(self, name: str, ranged: bool) -> Fault | None:
+    def take_fault(self, cc: str, ranged: bool) -> Fault | None:
+        """The fault that answers this request (the first that applies), after applying every ETag
+        change that applies (a side effect: the request is then answered with the new ETag)."""
+        name = cc.rsplit("/", 1)[-1]
+        chosen = None
         with self._lock:
             for key in (name, "*"):
                 for f in self.faults.get(key, []):
@@ -180,10 +184,15 @@ class WorldServer:
                         continue
                     if f.kind in ("ignore_range", "416") and not ranged:
                         continue
+                    if f.kind != "etag_change" and chosen is not None:
+                        continue
                     if f.times > 0:
                         f.times -= 1
-                    return f
-        return None
+                    if f.kind == "etag_change":
+                        self.etag_version[cc] = self.etag_version.get(cc, 0) + 1
+                    else:
+                        chosen = f
+        return chosen
 
     def etag(self, cc: str, path: Path) -> str:
         if path not in self._etags:
@@ -194,6 +203,14 @@ class WorldServer:
             self._etags[path] = h.hexdigest()[:20]
         v = self.etag_version.get(cc, 0)
         return f'"{self._etags[path]}{"-" + str(v) if v else ""}"'
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], OSError):  # a client that went away is not an error here
+            super().handle_error(request, client_address)
 
 
 def _polymarket():
@@ -218,18 +235,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, head: bool) -> None:
         w = self.world
+        # logged on arrival, its status set before the headers go out: a client that has its answer
+        # finds the request in the log
+        self._entry = [self.command, self.path, self.headers.get("Range"), None]
         with w._lock:
             w.active += 1
             w.peak_active = max(w.peak_active, w.active)
-        status = 500
+            w.log.append(self._entry)
         try:
-            status = self._route(head)
+            self._route(head)
         except (BrokenPipeError, ConnectionResetError):
-            status = 499
+            pass
         finally:
             with w._lock:
                 w.active -= 1
-                w.log.append((self.command, self.path, self.headers.get("Range"), status))
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._entry[3] = code
+        super().send_response(code, message)
 
     def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None, head: bool = False) -> int:
         self.send_response(status)
@@ -272,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         size = path.stat().st_size
         rng = self.headers.get("Range")
         m = _RANGE.match(rng.strip()) if rng else None
-        fault = w.take_fault(name, ranged=m is not None)
+        fault = w.take_fault(cc, ranged=m is not None)
         if fault is not None and fault.kind == "slow":
             time.sleep(fault.delay)
             fault = None
@@ -282,9 +305,6 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(int(fault.kind), body, hdrs, head=head)
         if fault is not None and fault.kind == "404":
             return self._reply(404, b"NoSuchKey", head=head)
-        if fault is not None and fault.kind == "etag_change":
-            w.etag_version[cc] = w.etag_version.get(cc, 0) + 1
-            fault = None
         etag = w.etag(cc, path)
         if fault is not None and fault.kind == "416":
             return self._reply(416, b"", {"Content-Range": f"bytes */{size}", "ETag": etag}, head=head)

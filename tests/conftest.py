@@ -96,3 +96,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
     report.outcome = "failed"
     report.longrepr = (f"skipped in CI, where every test must run: {reason} "
                        "(install what it needs: .ci/required-tools, or mark it as an expected skip in tests/conftest.py)")
+
+
+@pytest.fixture()
+def served_world(micro_world: Path):
+    """The micro world served on 127.0.0.1 (port 0) in the Common Crawl layout (synth/serve.py): a fresh
+    server per test, so planted faults and request counts start empty. `server.url` is the base URL."""
+    from forecast_env.synth.serve import WorldServer
+
+    with WorldServer(micro_world) as server:
+        yield server
