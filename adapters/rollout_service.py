@@ -4,10 +4,16 @@
 server forwards every call here, to the process that runs the verifiers `Env` (docs/design.md §5,
 Integrations). This module needs no verifiers: a `RolloutRun` names the workspace, split, unit and run,
 `task_rows` builds the rollouts' prompts (the environment's observations), `EnvironmentService` opens a
-session per rollout on a pooled `ForecastEnv` (one shared searcher, one lock), plays its tool calls (never
-raising for anything the model sends), closes it (the empty report for an unforecast unit, as the `llm`
-agent's last resort) and records it as a part of `WS/runs/<run_id>/` like a runner episode; `close`
-records what is left (unplayed dates missing) and consolidates the run.
+session per rollout on a pooled `ForecastEnv` (one shared, thread-safe searcher whose queued searches are
+answered together), plays its tool calls (never raising for anything the model sends), closes it (the empty
+report for an unforecast unit, as the `llm` agent's last resort) and records it as a part of
+`WS/runs/<run_id>/` like a runner episode; `close` records what is left (unplayed dates missing) and
+consolidates the run.
+
+Sessions run concurrently (each session's calls one at a time, under its own lock). At most `max_sessions`
+are open (one more is refused, politely); a session without a call for `idle_timeout` seconds (its client
+vanished) is closed as incomplete and its slot freed; a call that carries a `request_id` already answered
+in its session gets that answer again instead of being played twice (a client's retry).
 """
 
 import json
@@ -15,12 +21,14 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forecast_env.adapters.limits import OBSERVE, ToolCallError, check_tool_call
 from forecast_env.config import load_config
 from forecast_env.errors import RunError
 
@@ -29,8 +37,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Largest accepted JSON size of one tool call's arguments (as for the MCP server).
-MAX_ARGUMENT_BYTES = 32_000
+#: Sessions one service holds open at most (`max_sessions`), and the idle seconds after which a session
+#: whose client stopped calling is closed as incomplete (`idle_timeout`; None: never).
+DEFAULT_MAX_SESSIONS = 256
+DEFAULT_IDLE_TIMEOUT = 900.0
+#: Answers kept per session for retried request ids, and closed-session ids remembered for their errors.
+REPLAYS_KEPT = 64
+CLOSED_KEPT = 4096
+#: Longest accepted request id (a string or an integer).
+MAX_REQUEST_ID = 200
 
 PER_DATE_NOTE = ("This rollout is this one forecast date: it ends when your forecast for {day} is recorded "
                  "(call the forecast tool before budget_left reaches zero).")
@@ -39,7 +54,7 @@ PER_DATE_NOTE = ("This rollout is this one forecast date: it ends when your fore
 def _tool_names() -> frozenset[str]:
     from forecast_env.envs.tools import tool_specs
 
-    return frozenset(s["function"]["name"] for s in tool_specs()) | {"observe"}
+    return frozenset(s["function"]["name"] for s in tool_specs()) | {OBSERVE}
 
 
 #: The tools a rollout may call: the environment's, and the free `observe`.
@@ -146,6 +161,9 @@ class _Session:
         self.started = time.perf_counter()
         self.done = False  # the unit's forecast is recorded (or its episode terminated)
         self.lock = threading.Lock()
+        self.last_active = 0.0  # the service's clock at the session's last call
+        self.closed = False  # finished or abandoned: its environment is back in the pool
+        self.replies: OrderedDict[Any, tuple[str, str, dict[str, Any]]] = OrderedDict()  # request id -> answer
 
 
 class EnvironmentService:
@@ -154,22 +172,35 @@ class EnvironmentService:
     `open` starts a session at its (event, date) or event, `call` plays one tool call (never raises for
     anything the model sends), `finish` closes a session (the empty report for an unforecast unit), writes its
     part and returns its scores and reward, `close` records what is left and consolidates the run. Calls reach
-    it over HTTP from the rollouts' tool servers (`url`); all environment work is serialized by one lock.
+    it over HTTP from the rollouts' tool servers (`url`, 127.0.0.1 only). Sessions play concurrently, each
+    under its own lock, on environments sharing one searcher; `max_sessions`, `idle_timeout` (seconds of
+    `clock`, injectable for tests; `reap_idle` applies it, as every open and call does) bound them.
     """
 
-    def __init__(self, cfg: RolloutRun) -> None:
+    def __init__(self, cfg: RolloutRun, *, max_sessions: int = DEFAULT_MAX_SESSIONS,
+                 idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT, clock: Callable[[], float] = time.monotonic,
+                 batch_searches: bool = True) -> None:
         from forecast_env.store import Workspace
 
+        if max_sessions < 1:
+            raise RunError(f"max_sessions = {max_sessions}: give at least 1")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise RunError(f"idle_timeout = {idle_timeout}: give a positive number of seconds (None: never)")
+        self.max_sessions = int(max_sessions)
+        self.idle_timeout = idle_timeout
+        self.clock = clock
+        self.batch_searches = batch_searches
         self.cfg = cfg
         self.ws = Workspace.at(cfg.workspace)
         self.run = open_rollout_run(cfg)
         self.run_dir = self.run.dir
         self.session_kind = _session_kind(cfg)
-        self._env_lock = threading.Lock()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the pool, the session table and the counts (never held for env work)
         self._idle: list[Any] = []
-        self._owner: Any = None  # the environment whose searcher every pooled environment shares
+        self._searcher: Any = None  # the one searcher every pooled environment shares
         self._sessions: dict[str, _Session] = {}
+        self._opening = 0  # sessions being opened (counted against max_sessions)
+        self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()  # closed by the service: why, and the result
         self._closed = False
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -180,67 +211,171 @@ class EnvironmentService:
     # -- sessions ---------------------------------------------------------------------------------
 
     def open(self, event_id: str, step: int | None, trace_id: str = "") -> str:
-        """Start a rollout's session at (event, step) (step None: the whole event); returns its id."""
-        with self._env_lock:
+        """Start a rollout's session at (event, step) (step None: the whole event); returns its id.
+
+        Refused (RunError, saying so) when `max_sessions` sessions are open."""
+        self.reap_idle()
+        with self._lock:
+            if self._closed:
+                raise RunError("the environment service is closed; load the environment again")
+            if len(self._sessions) + self._opening >= self.max_sessions:
+                raise RunError(f"the environment service is at its limit of {self.max_sessions} open sessions; "
+                               "finish a rollout (or wait for idle ones to time out) and open this one again")
+            self._opening += 1
+        try:
             env = self._acquire()
-            rollout = self.run.claim_rollout(self.cfg.label, event_id)
-            options: dict[str, Any] = {"event_id": event_id, "rollout": rollout}
-            if step is not None:
-                options["step"] = step
             try:
+                rollout = self.run.claim_rollout(self.cfg.label, event_id)
+                options: dict[str, Any] = {"event_id": event_id, "rollout": rollout}
+                if step is not None:
+                    options["step"] = step
                 env.reset(seed=0, options=options)
             except Exception:
-                self._idle.append(env)
+                self._release(env)
                 raise
-        sid = secrets.token_urlsafe(24)
-        with self._lock:
-            self._sessions[sid] = _Session(env, event_id, step, rollout, trace_id)
+            sid = secrets.token_urlsafe(24)
+            session = _Session(env, event_id, step, rollout, trace_id)
+            session.last_active = self.clock()
+            with self._lock:
+                self._sessions[sid] = session
+        finally:
+            with self._lock:
+                self._opening -= 1
         return sid
 
-    def call(self, sid: str, tool: Any, arguments: Any) -> dict[str, Any]:
-        """Play one tool call: `{"text", "is_error", "finished"}`; errors are replies, never exceptions."""
+    def describe(self, sid: str) -> dict[str, Any]:
+        """An open session's unit and rollout number: `{"event_id", "step", "rollout"}` (RunError if none)."""
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
+            raise RunError(f"no open session {str(sid)[:12]!r}")
+        return {"event_id": session.event_id, "step": session.step, "rollout": session.rollout}
+
+    @property
+    def open_sessions(self) -> int:
+        """Sessions open now (their slots taken)."""
+        with self._lock:
+            return len(self._sessions)
+
+    def call(self, sid: str, tool: Any, arguments: Any, request_id: Any = None) -> dict[str, Any]:
+        """Play one tool call: `{"text", "is_error", "finished"}`; errors are replies, never exceptions.
+
+        `request_id` (optional, a string or integer): a retry of an answered request of this session gets
+        the same answer without the call being played again; the same id with another call is an error."""
+        self.reap_idle()
+        session = self._sessions.get(sid) if isinstance(sid, str) else None
+        if session is None:
+            ended = self._ended.get(sid) if isinstance(sid, str) else None
+            if ended is not None:
+                return _error(f"this rollout's session was closed: {ended['why']}")
             return _error("unknown session: this rollout's environment session does not exist (or is closed)")
+        if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))
+                                       or len(str(request_id)) > MAX_REQUEST_ID):
+            return _error(f"request_id must be a string or an integer of at most {MAX_REQUEST_ID} characters")
         with session.lock:
-            if session.done:
-                return {**_error(self._over(session)), "finished": True}
-            if not isinstance(tool, str) or tool not in TOOL_NAMES:
-                return _error(f"unknown tool {str(tool)[:80]!r}; tools: {', '.join(sorted(TOOL_NAMES))}")
-            if not isinstance(arguments, dict):
-                return _error(f"{tool}: arguments must be a JSON object")
-            size = len(json.dumps(arguments, default=str).encode())
-            if size > MAX_ARGUMENT_BYTES:
-                return _error(f"{tool}: arguments are {size:,} bytes; the limit is {MAX_ARGUMENT_BYTES:,}")
-            env = session.env
-            with self._env_lock:
-                if tool == "observe":
-                    if arguments:
-                        return _error("observe takes no arguments")
-                    return {"text": env.unwrapped.episode_log()["steps"][-1]["observation"], "is_error": False,
-                            "finished": False}
-                obs, _reward, _terminated, _trunc, info = env.step({"tool": tool, "args": arguments})
-            error = bool(info.get("error")) if isinstance(info, Mapping) else False
-            if self._unit_done(session):
-                session.done = True
-                return {"text": self._closing(session, obs), "is_error": error, "finished": True}
-            return {"text": obs, "is_error": error, "finished": False}
+            session.last_active = self.clock()
+            if request_id is not None:
+                try:
+                    key = json.dumps([tool, arguments], sort_keys=True, default=str)
+                except (TypeError, ValueError):
+                    key = repr((tool, arguments))
+                seen = session.replies.get(request_id)
+                if seen is not None:
+                    if seen[0] != key:
+                        return _error(f"request_id {str(request_id)[:40]!r} was already used for another call "
+                                      "in this session; give each call its own id")
+                    return dict(seen[2])
+            reply = self._play(session, tool, arguments)
+            if request_id is not None:
+                session.replies[request_id] = (key, str(tool), reply)
+                while len(session.replies) > REPLAYS_KEPT:
+                    session.replies.popitem(last=False)
+            return dict(reply)
+
+    def _play(self, session: _Session, tool: Any, arguments: Any) -> dict[str, Any]:
+        """One tool call of a session (its lock held)."""
+        if session.closed:
+            return _error("this rollout's session was closed; no further tool call is played")
+        if session.done:
+            return {**_error(self._over(session)), "finished": True}
+        try:
+            arguments = check_tool_call(tool, arguments, TOOL_NAMES)
+        except ToolCallError as exc:
+            return _error(str(exc))
+        env = session.env
+        if tool == OBSERVE:
+            return {"text": env.unwrapped.episode_log()["steps"][-1]["observation"], "is_error": False,
+                    "finished": False}
+        obs, _reward, _terminated, _trunc, info = env.step({"tool": tool, "args": arguments})
+        error = bool(info.get("error")) if isinstance(info, Mapping) else False
+        if self._unit_done(session):
+            session.done = True
+            return {"text": self._closing(session, obs), "is_error": error, "finished": True}
+        return {"text": obs, "is_error": error, "finished": False}
 
     def finish(self, sid: str, messages: list[dict[str, Any]] | None, model: str | None = None) -> dict[str, Any]:
         """Close a rollout's session: the empty report for its unforecast dates, then its part; returns its
-        scored dates and reward."""
+        scored dates and reward (a session the service already closed, idle, returns that result)."""
         session = self._pop(sid)
         if session is None:
+            ended = self._ended.get(sid) if isinstance(sid, str) else None
+            if ended is not None:
+                return dict(ended["result"])
             raise RunError(f"finish: no open session {str(sid)[:12]!r} (the rollout's setup did not open one)")
-        with session.lock, self._env_lock:
+        with session.lock:
             env = session.env
             for _ in range(len(env.unwrapped.current_event.dates) + 1):
                 if self._unit_done(session):
                     break
                 env.step({"tool": "forecast", "args": {"probabilities": {}}})
             result = self._write(session, messages, model, complete=True)
-            self._idle.append(env)
+            session.closed = True
+        self._release(env)
         return result
+
+    def reap_idle(self) -> int:
+        """Close the sessions idle for more than `idle_timeout` (their clients vanished) as incomplete: their
+        unplayed dates missing, their slots freed. Returns how many."""
+        if self.idle_timeout is None:
+            return 0
+        now = self.clock()
+        with self._lock:
+            stale = [sid for sid, s in self._sessions.items() if now - s.last_active > self.idle_timeout]
+        n = 0
+        for sid in stale:
+            session = self._sessions.get(sid)
+            if session is None or not session.lock.acquire(blocking=False):
+                continue  # finished meanwhile, or a call is being played: not idle
+            try:
+                if session.closed or self.clock() - session.last_active <= self.idle_timeout:
+                    continue
+                with self._lock:
+                    if self._sessions.get(sid) is not session:
+                        continue
+                    del self._sessions[sid]
+                why = f"no call for more than {self.idle_timeout:g} s (its client is gone); recorded incomplete"
+                result = self._abandon(session, why)
+                self._remember(sid, why, result)
+                n += 1
+            finally:
+                session.lock.release()
+            self._release(session.env)
+        return n
+
+    def _abandon(self, session: _Session, why: str) -> dict[str, Any]:
+        """Record a session the rollout did not finish (its lock held): unplayed dates missing, part incomplete."""
+        for _ in range(len(session.env.unwrapped.current_event.dates) + 1):
+            if self._unit_done(session):
+                break
+            session.env.skip_date(f"the rollout ended before its forecast ({why})")
+        result = self._write(session, None, None, complete=False)
+        session.closed = True
+        return {**result, "complete": False}
+
+    def _remember(self, sid: str, why: str, result: dict[str, Any]) -> None:
+        with self._lock:
+            self._ended[sid] = {"why": why, "result": result}
+            while len(self._ended) > CLOSED_KEPT:
+                self._ended.popitem(last=False)
 
     def close(self) -> None:
         """Record the sessions still open (their unplayed dates missing), consolidate the run, stop serving."""
@@ -253,21 +388,23 @@ class EnvironmentService:
             session = self._pop(sid)
             if session is None:
                 continue
-            with session.lock, self._env_lock:
-                for _ in range(len(session.env.unwrapped.current_event.dates) + 1):
-                    if self._unit_done(session):
-                        break
-                    session.env.skip_date("the rollout ended before its forecast (it failed or was abandoned)")
-                self._write(session, None, None, complete=False)
+            with session.lock:
+                if not session.closed:
+                    self._abandon(session, "it failed or was abandoned")
+            with self._lock:
                 self._idle.append(session.env)
         self._httpd.shutdown()
         self._httpd.server_close()
         try:
             self.consolidate()
         finally:
-            for env in [e for e in self._idle if e is not self._owner] + ([self._owner] if self._owner else []):
+            with self._lock:
+                idle, self._idle = self._idle, []
+            for env in idle:
                 env.close()
-            self._idle.clear()
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
 
     def consolidate(self) -> dict[str, Any]:
         """Write the run's tables from its parts and update run.json (status, counts, summary)."""
@@ -281,17 +418,39 @@ class EnvironmentService:
     # -- internals --------------------------------------------------------------------------------
 
     def _acquire(self) -> Any:
-        if self._closed:
-            raise RunError("the environment service is closed; load the environment again")
-        if self._idle:
-            return self._idle.pop()
         from forecast_env.envs.forecast_env import ForecastEnv
 
-        overrides = dict(self.cfg.env)
-        if self._owner is None:
-            self._owner = ForecastEnv(self.ws.root, split=self.cfg.split, config=overrides)
-            return self._owner
-        return ForecastEnv(self.ws.root, split=self.cfg.split, config=overrides, searcher=self._owner.searcher)
+        with self._lock:
+            if self._closed:
+                raise RunError("the environment service is closed; load the environment again")
+            if self._idle:
+                return self._idle.pop()
+            searcher = self._shared_searcher()
+        return ForecastEnv(self.ws.root, split=self.cfg.split, config=dict(self.cfg.env), searcher=searcher)
+
+    def _shared_searcher(self) -> Any:
+        """The searcher every pooled environment uses, opened with the first (called with `_lock` held); its
+        searches that queue up are answered together (`BatchedSearcher`, same hits bit for bit)."""
+        if self._searcher is None:
+            from forecast_env.envs.tools import hidden_set
+            from forecast_env.errors import ForecastEnvError
+            from forecast_env.retrieval import Searcher
+            from forecast_env.retrieval.batcher import BatchedSearcher
+
+            try:
+                searcher = Searcher.open(self.ws.root, hide=hidden_set(load_config("env", overrides=dict(self.cfg.env))))
+            except ForecastEnvError:
+                return None  # no index: each environment says what is missing at its first search
+            self._searcher = BatchedSearcher(searcher) if self.batch_searches else searcher
+        return self._searcher
+
+    def _release(self, env: Any) -> None:
+        """Return an environment to the pool (closed instead once the service is)."""
+        with self._lock:
+            if not self._closed:
+                self._idle.append(env)
+                return
+        env.close()
 
     def _pop(self, sid: Any) -> _Session | None:
         with self._lock:
@@ -354,7 +513,9 @@ class EnvironmentService:
                     if not isinstance(body, dict):
                         reply, code = _error("POST /call with a JSON object"), 400
                     else:
-                        reply, code = service.call(body.get("session"), body.get("tool"), body.get("arguments")), 200
+                        reply = service.call(body.get("session"), body.get("tool"), body.get("arguments"),
+                                             body.get("request_id"))
+                        code = 200
                 except Exception as exc:  # a bug: the tool server still gets an answer
                     log.error("environment service: call failed", exc_info=True)
                     reply, code = _error(f"internal error {type(exc).__name__}: {str(exc)[:200]}"), 200

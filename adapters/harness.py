@@ -1,0 +1,351 @@
+"""Sessions under load, faults and bad input: one harness for the servers that play many sessions at once.
+
+The verifiers rollout service (`rollout_service.EnvironmentService`) and the OpenEnv server
+(`openenv.serve`) each play many sessions in one process on environments that share one searcher. This
+module drives either through a small `Driver` (open a unit, call a tool, finish or vanish) with
+deterministic `ScriptedPlayer`s (their calls depend only on their seed and on what the environment
+answered), so that the same checks and the same benchmark run against both:
+
+- `check_isolation`: every (unit, seed) played alone, then all of them at once: each session's replies and
+  its recorded part must be identical to its solo play (0 cross-talk).
+- `run_load`: many sessions playing whole units concurrently: steps/s, p50 / p99 step latency.
+- `churn`: sessions opened and closed in turn; resident memory sampled (growth after warm-up).
+- `recorded_episode`: a part as the comparison reads it (rollout numbers, timings and ids dropped).
+
+The fault checks specific to a server (idle timeout with an injectable clock, the session cap, retried
+request ids, bad arguments) are in tests/adapters/test_sessions_load.py, written with these pieces.
+Everything listens on 127.0.0.1 only and is bounded in sessions and calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+#: Calls one scripted session makes at most (a unit ends sooner: its forecasts are made by then).
+MAX_CALLS = 60
+#: Keys of a recorded part (and its rows) that differ between two plays of the same session by design.
+VOLATILE_KEYS = frozenset({"rollout", "seconds", "run_id", "latency_ms", "elapsed_ms", "ms", "t_wall", "wall_s",
+                           "trace_id", "started", "finished", "time", "duration_ms"})
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one session plays: an event's forecast date (`step`), or the whole event (step None)."""
+
+    event_id: str
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One tool call's answer as the harness reads it from any server."""
+
+    observation: dict[str, Any]
+    """The environment's observation after the call (empty when the server answered with an error only)."""
+    text: str
+    error: bool
+    done: bool
+
+
+@dataclass
+class Played:
+    """One session as its player saw it."""
+
+    unit: Unit
+    seed: int
+    rollout: int
+    transcript: list[tuple[str, str, str]] = field(default_factory=list)
+    """(tool, JSON arguments, reply text) per call."""
+    latencies: list[float] = field(default_factory=list)
+    """Seconds per call."""
+
+
+class Driver(Protocol):
+    """How the harness plays sessions on one server."""
+
+    run_dir: Path
+
+    def open(self, unit: Unit) -> Any:
+        """Start a session on `unit`; returns its handle."""
+
+    def rollout(self, handle: Any) -> int:
+        """The rollout number the session records under."""
+
+    def observation(self, handle: Any) -> dict[str, Any]:
+        """The session's opening observation."""
+
+    def call(self, handle: Any, tool: str, args: Any, request_id: Any = None) -> Reply:
+        """Play one tool call."""
+
+    def finish(self, handle: Any) -> None:
+        """End the session as its player would (its part recorded)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# the player
+# ---------------------------------------------------------------------------------------------
+
+
+class ScriptedPlayer:
+    """Search, read a hit, take a note and forecast on every date, with choices drawn from `seed` and from
+    what the environment answered (a crossed reply changes every later call)."""
+
+    MODES = ("hybrid", "bm25", "dense")
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.phase = 0
+        self.hits: list[str] = []
+
+    def next_call(self, obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The next (tool, arguments) given the latest observation."""
+        rng = self.rng
+        result = obs.get("tool_result") if isinstance(obs.get("tool_result"), Mapping) else {}
+        if isinstance(result.get("hits"), list):
+            self.hits = [h["doc_id"] for h in result["hits"] if isinstance(h, Mapping) and "doc_id" in h]
+        phase, self.phase = self.phase, (self.phase + 1) % 4
+        words = [w for w in str(obs.get("question", "")).replace("?", " ").split() if len(w) > 3] or ["news"]
+        if phase == 0 or (phase == 1 and not self.hits):
+            query = " ".join(rng.sample(words, min(len(words), rng.randint(1, 4))))
+            return "search", {"query": f"{query} {self.seed % 7}", "k": rng.randint(2, 6),
+                              "mode": rng.choice(self.MODES)}
+        if phase == 1:
+            return "open_article", {"doc_id": rng.choice(self.hits)}
+        if phase == 2:
+            return "notebook_add", {"claim": f"player {self.seed} saw {len(self.hits)} hits",
+                                    "date_observed": obs.get("forecast_date"), "doc_ids": self.hits[:1]}
+        options = list(obs.get("options") or [])
+        raw = [rng.random() + 0.05 for _ in options]
+        return "forecast", {"probabilities": {o: w / sum(raw) for o, w in zip(options, raw)}}
+
+
+def play(driver: Driver, unit: Unit, seed: int, clock: Callable[[], float] = time.perf_counter) -> Played:
+    """One whole session: open, the scripted calls until the unit is over, finish."""
+    handle = driver.open(unit)
+    out = Played(unit, seed, driver.rollout(handle))
+    player = ScriptedPlayer(seed)
+    obs = driver.observation(handle)
+    try:
+        for _ in range(MAX_CALLS):
+            tool, args = player.next_call(obs)
+            t0 = clock()
+            reply = driver.call(handle, tool, args)
+            out.latencies.append(clock() - t0)
+            out.transcript.append((tool, json.dumps(args, sort_keys=True), reply.text))
+            if reply.done:
+                break
+            obs = reply.observation or obs
+    finally:
+        driver.finish(handle)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# isolation, load, churn
+# ---------------------------------------------------------------------------------------------
+
+
+def recorded_episode(run_dir: Path, label: str, event_id: str, rollout: int) -> dict[str, Any]:
+    """A recorded part as the comparison reads it: what was played, without rollout numbers, timings, ids."""
+    from forecast_env.eval.runs import Task, part_path
+
+    part = json.loads(part_path(run_dir, Task(label, event_id, rollout)).read_text())
+    return _strip({k: part.get(k) for k in ("event_id", "forecasts", "tool_calls", "notebook", "steps",
+                                               "complete", "session")})
+
+
+def _strip(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {k: _strip(v) for k, v in x.items() if k not in VOLATILE_KEYS}
+    if isinstance(x, list):
+        return [_strip(v) for v in x]
+    return x
+
+
+@dataclass
+class LoadResult:
+    """Sessions played at once: what they saw and how fast."""
+
+    played: list[Played]
+    seconds: float
+
+    @property
+    def steps(self) -> int:
+        return sum(len(p.latencies) for p in self.played)
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def latency_ms(self, q: float) -> float:
+        """The q-quantile (0..1) of the step latency, in milliseconds."""
+        import numpy as np
+
+        lat = [x for p in self.played for x in p.latencies]
+        return float(np.quantile(lat, q) * 1000) if lat else 0.0
+
+
+def run_load(driver: Driver, jobs: Sequence[tuple[Unit, int]], concurrency: int) -> LoadResult:
+    """Play every (unit, seed) job, `concurrency` sessions at a time (threads, each a client)."""
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max(1, int(concurrency)), thread_name_prefix="session") as pool:
+        played = list(pool.map(lambda job: play(driver, *job), jobs))
+    return LoadResult(played, time.perf_counter() - t0)
+
+
+def check_isolation(driver: Driver, jobs: Sequence[tuple[Unit, int]], concurrency: int,
+                    label: str) -> tuple[LoadResult, list[str]]:
+    """Play each job alone, then all at once: the differences between a session's concurrent play and its
+    solo play (replies or recorded part), one line each. An empty list: no cross-talk."""
+    alone = [play(driver, *job) for job in jobs]
+    together = run_load(driver, jobs, concurrency)
+    problems = []
+    for a, b in zip(alone, together.played, strict=True):
+        what = f"{a.unit.event_id}@{a.unit.step} seed {a.seed}"
+        if a.transcript != b.transcript:
+            at = next(i for i, (x, y) in enumerate(zip(a.transcript + [None], b.transcript + [None])) if x != y)
+            problems.append(f"{what}: replies differ from the solo play at call {at}")
+        elif (recorded_episode(driver.run_dir, label, a.unit.event_id, a.rollout)
+              != recorded_episode(driver.run_dir, label, b.unit.event_id, b.rollout)):
+            problems.append(f"{what}: the recorded part differs from the solo play's")
+    return together, problems
+
+
+def resident_mb() -> float:
+    """This process's resident memory in MB (/proc/self/statm)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def churn(driver: Driver, units: Sequence[Unit], n: int, concurrency: int = 1, calls: int = 1,
+          sample_every: int = 500, progress: Callable[[int], None] | None = None) -> list[tuple[int, float]]:
+    """Open and close `n` sessions (each `calls` scripted calls, then finished), `concurrency` at a time;
+    returns (sessions done, resident MB) samples."""
+    samples = [(0, resident_mb())]
+    lock = threading.Lock()
+    done = [0]
+
+    def one(i: int) -> None:
+        handle = driver.open(units[i % len(units)])
+        try:
+            player = ScriptedPlayer(i)
+            obs = driver.observation(handle)
+            for _ in range(calls):
+                reply = driver.call(handle, *player.next_call(obs))
+                if reply.done:
+                    break
+                obs = reply.observation or obs
+        finally:
+            driver.finish(handle)
+        with lock:
+            done[0] += 1
+            if done[0] % sample_every == 0:
+                samples.append((done[0], resident_mb()))
+                if progress is not None:
+                    progress(done[0])
+
+    with ThreadPoolExecutor(max(1, int(concurrency)), thread_name_prefix="churn") as pool:
+        list(pool.map(one, range(n)))
+    if samples[-1][0] != n:
+        samples.append((n, resident_mb()))
+    return samples
+
+
+# ---------------------------------------------------------------------------------------------
+# drivers
+# ---------------------------------------------------------------------------------------------
+
+
+class RolloutServiceDriver:
+    """Sessions of the verifiers rollout service: opened and finished in process (as verifiers' setup and
+    cleanup do), every tool call over its HTTP endpoint (as the rollouts' tool servers send them)."""
+
+    def __init__(self, service: Any) -> None:
+        import httpx
+
+        self.service = service
+        self.run_dir = Path(service.run_dir)
+        self.label = service.cfg.label
+        self._http = httpx.Client(base_url=service.url, timeout=120.0)
+
+    def open(self, unit: Unit) -> str:
+        return self.service.open(unit.event_id, unit.step)
+
+    def rollout(self, handle: str) -> int:
+        return int(self.service.describe(handle)["rollout"])
+
+    def observation(self, handle: str) -> dict[str, Any]:
+        return json.loads(self.call(handle, "observe", {}).text)
+
+    def post(self, body: Any) -> dict[str, Any]:
+        """One raw POST /call (any JSON, for the bad-input checks)."""
+        r = self._http.post("/call", content=json.dumps(body, default=str))
+        return r.json()
+
+    def call(self, handle: str, tool: str, args: Any, request_id: Any = None) -> Reply:
+        body = {"session": handle, "tool": tool, "arguments": args}
+        if request_id is not None:
+            body["request_id"] = request_id
+        reply = self.post(body)
+        text = reply["text"]
+        try:
+            obs = json.loads(text)
+        except json.JSONDecodeError:
+            obs = {}
+        if not isinstance(obs, dict) or "question" not in obs:
+            obs = {}
+        return Reply(observation=obs, text=text, error=bool(reply["is_error"]), done=bool(reply["finished"]))
+
+    def finish(self, handle: str) -> None:
+        self.service.finish(handle, None)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class OpenEnvDriver:
+    """Sessions of the OpenEnv server: each one OpenEnv's own WebSocket client (one connection)."""
+
+    def __init__(self, server: Any, unit: str = "event") -> None:
+        self.server = server
+        self.run_dir = Path(server.run.run_dir)
+        self.label = server.run.label
+
+    def open(self, unit: Unit) -> dict[str, Any]:
+        client = self.server.client()
+        try:
+            result = client.reset(event_id=unit.event_id, **({} if unit.step is None else {"step": unit.step}))
+        except Exception:
+            client.close()
+            raise
+        return {"client": client, "obs": result.observation}
+
+    def rollout(self, handle: dict[str, Any]) -> int:
+        return int(handle["client"].state().rollout)
+
+    def observation(self, handle: dict[str, Any]) -> dict[str, Any]:
+        return handle["obs"].model_dump(exclude={"reward", "done", "metadata"})
+
+    def call(self, handle: dict[str, Any], tool: str, args: Any, request_id: Any = None) -> Reply:
+        from forecast_env.adapters.openenv import ForecastAction
+
+        result = handle["client"].step(ForecastAction(tool=tool, args=args))
+        obs = result.observation.model_dump(exclude={"reward", "done", "metadata"})
+        return Reply(observation=obs, text=json.dumps(obs, sort_keys=True, default=str),
+                     error=obs.get("error") is not None, done=bool(result.done))
+
+    def finish(self, handle: dict[str, Any]) -> None:
+        handle["client"].close()
