@@ -571,6 +571,7 @@ def build_corpus(
     written, dropped = merged.written, merged.dropped
     write_file_errors(ws, file_errors)
     report = build_report(counters, dropped, merged.articles, file_errors)
+    report["transfer"] = transfer
     atomic_write_json(ws.corpus_dir / "report.json", report)
     atomic_write_bytes(ws.corpus_dir / "report.md", render_markdown(report).encode("utf-8"))
 

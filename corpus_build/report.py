@@ -140,11 +140,32 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += [f"| {m} | {n:,} |" for m, n in report["months"].items()]
     lines += ["", "## Files not read whole", ""]
     if report["file_errors"]:
-        lines += ["| file | records read | error |", "|---|---:|---|"]
-        lines += [f"| {e['warc_file']} | {e['records_read']} | {e['error']} |" for e in report["file_errors"]]
+        # every file fault with its kind: read faults (records kept up to the fault) and files not had at all
+        lines += ["| file | kind | records read | error |", "|---|---|---:|---|"]
+        lines += [f"| {e['warc_file']} | {e.get('kind') or ''} | {e['records_read']} | {e['error']} |"
+                  for e in report["file_errors"]]
     else:
         lines.append("none")
+    lines += render_transfer(report.get("transfer"))
     return "\n".join(lines) + "\n"
+
+
+def render_transfer(transfer: Mapping[str, Any] | None) -> list[str]:
+    """The streamed files' section of the funnel: bytes, requests, resumes, politeness, failed files."""
+    st = (transfer or {}).get("streamed") or {}
+    if not st.get("files") and not (transfer or {}).get("failed"):
+        return []
+    lines = ["", "## Streamed files", "",
+             (f"{st.get('files', 0)} files streamed whole ({st.get('bytes', 0) / 1e6:,.1f} MB; "
+              f"{st.get('bytes_fetched', 0) / 1e6:,.1f} MB fetched) in {st.get('requests', 0)} requests: "
+              f"{st.get('resumes', 0)} resumed with Range, {st.get('restarts_from_zero', 0)} restarted from zero, "
+              f"{st.get('retries', 0)} retries; {len(transfer.get('failed') or [])} files failed (listed above)."), ""]
+    lim = transfer.get("limiter")
+    if lim:
+        lines += [f"Politeness (one limiter for every worker): at most {lim['peak_connections']} of "
+                  f"{lim['max_connections']} connections open, {lim['max_rate']:g} requests/s, lowered to "
+                  f"{lim['lowest_rate']:g} after {lim['throttled']} answers 503/429.", ""]
+    return lines
 
 
 def render_summary(summary: Mapping[str, Any]) -> str:
