@@ -37,6 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--workspace", required=True, help="workspace folder")
     add_common(r, ())
     r.set_defaults(func=run_report)
+    w = csub.add_parser("why", help="what became of a URL in a build: kept (day, timestamp rule), dropped "
+                        "(stage, reason), duplicate (of which article), or never seen (exit 3)")
+    w.add_argument("url", help="the page's URL (matched after the build's URL normalisation)")
+    w.add_argument("--workspace", required=True, help="workspace folder")
+    w.add_argument("--json", action="store_true", help="print the answer as JSON")
+    add_common(w, ())
+    w.set_defaults(func=run_why)
     add_fetch_command(csub)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -81,3 +88,14 @@ def run_report(args: argparse.Namespace) -> int:
 
     print(render_markdown(load_report(args.workspace)), end="")
     return 0
+
+
+def run_why(args: argparse.Namespace) -> int:
+    """`corpus why`: 0 when the URL has a record in the build, 3 when it was never seen."""
+    import json
+
+    from forecast_env.corpus_build.why import NEVER_SEEN_EXIT, explain_url, render_why
+
+    answer = explain_url(args.workspace, args.url)
+    print(json.dumps(answer.to_dict(), indent=1) if args.json else render_why(answer), end="\n" if args.json else "")
+    return 0 if answer.seen else NEVER_SEEN_EXIT

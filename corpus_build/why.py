@@ -1,0 +1,135 @@
+"""Why is this article missing? Every record of a URL in a built corpus, and what became of it.
+
+`explain_url(workspace, url)` reads the store the build wrote (docs/design.md §2.10): the month shards
+`corpus/articles/YYYY-MM.parquet` and the dropped-record tables `corpus/dropped/<stage>.parquet`. A URL
+matches a record when both normalise to the same key with the build's own rule (`dedup.normalize_url`:
+no scheme, no `www.`, no fragment or tracking parameters, sorted query, no trailing slash); a kept
+article's canonical link counts too. Each record comes back as one of
+
+- ``kept``: in the store, with its day and which timestamp (and cascade rule) gave that day;
+- ``dropped``: the stage, reason code and detail of its drop (read, extract, lang, quality, time);
+- ``duplicate``: removed by dedup, with the article it duplicates (that article's URL and day);
+
+and a URL with no record at all is ``never seen`` (the CLI exits 3 for it, so scripts can tell).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from forecast_env.corpus_build.dedup import normalize_url
+from forecast_env.errors import CorpusError
+from forecast_env.store import Workspace
+
+__all__ = ["RecordStatus", "WhyAnswer", "explain_url", "render_why"]
+
+#: Exit status of `forecast-env corpus why` when the URL matches no record of the build.
+NEVER_SEEN_EXIT = 3
+
+
+@dataclass
+class RecordStatus:
+    """What became of one WARC record whose URL matches."""
+
+    status: str  # kept | dropped | duplicate
+    doc_id: str | None
+    url: str | None
+    warc_file: str | None
+    warc_offset: int | None
+    day: str | None = None  # kept: the UTC day of its visibility time
+    visible_source: str | None = None  # kept: pub | mod | crawl, the timestamp that gave the day
+    t_rule: str | None = None  # kept: the cascade rule that gave the assigned timestamp
+    title: str | None = None
+    stage: str | None = None  # dropped / duplicate: the stage
+    reason: str | None = None
+    detail: str | None = None
+    dup_of: str | None = None  # duplicate: the doc id of the earlier article
+    dup_of_url: str | None = None
+    dup_of_day: str | None = None
+
+
+@dataclass
+class WhyAnswer:
+    """Every matching record (kept first, then by WARC file and offset); empty = never seen."""
+
+    url: str
+    key: str | None
+    records: list[RecordStatus]
+
+    @property
+    def seen(self) -> bool:
+        return bool(self.records)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "key": self.key, "seen": self.seen, "records": [asdict(r) for r in self.records]}
+
+
+def _read(paths: list[Path], columns: list[str]) -> pl.DataFrame:
+    frames = [pl.read_parquet(p, columns=[c for c in columns if c in pl.read_parquet_schema(p)]) for p in paths]
+    frames = [f for f in frames if f.height]
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def _key_col(col: str) -> pl.Expr:
+    return pl.col(col).map_elements(normalize_url, return_dtype=pl.Utf8)
+
+
+def explain_url(workspace: str | Path, url: str) -> WhyAnswer:
+    """Every record of `url` in the workspace's corpus and its fate (see the module docstring)."""
+    ws = Workspace.at(workspace)
+    if not (ws.corpus_dir / "manifest.json").exists() and not ws.dropped_dir.is_dir():
+        raise CorpusError(f"{ws.root}: no corpus built here (no corpus/manifest.json); run `forecast-env corpus build`")
+    key = normalize_url(url)
+    if key is None:
+        raise CorpusError(f"{url!r} is not a URL")
+    art_cols = ["doc_id", "url", "canonical_url", "title", "day", "visible_source", "t_rule", "warc_file",
+                "warc_offset"]
+    articles = _read(ws.article_shards(), art_cols)
+    dropped = _read(sorted(ws.dropped_dir.glob("*.parquet")),
+                    ["doc_id", "url", "warc_file", "warc_offset", "stage", "reason", "detail", "dup_of"])
+    records: list[RecordStatus] = []
+    if articles.height:
+        hit = articles.filter((_key_col("url") == key) | (_key_col("canonical_url").fill_null("") == key))
+        for r in hit.sort(["warc_file", "warc_offset"]).iter_rows(named=True):
+            records.append(RecordStatus("kept", r["doc_id"], r["url"], r["warc_file"], r["warc_offset"],
+                                        day=str(r["day"]), visible_source=r.get("visible_source"),
+                                        t_rule=r.get("t_rule"), title=r.get("title")))
+    if dropped.height:
+        hit = dropped.filter(_key_col("url") == key).sort(["warc_file", "warc_offset"], nulls_last=True)
+        by_id = {}
+        if articles.height:
+            for r in articles.select(["doc_id", "url", "day"]).iter_rows(named=True):
+                by_id[r["doc_id"]] = r
+        for r in hit.iter_rows(named=True):
+            status = "duplicate" if r["stage"] == "dedup" else "dropped"
+            rec = RecordStatus(status, r["doc_id"], r["url"], r["warc_file"], r["warc_offset"], stage=r["stage"],
+                               reason=r["reason"], detail=r["detail"], dup_of=r["dup_of"])
+            if status == "duplicate" and r["dup_of"] in by_id:
+                rec.dup_of_url = by_id[r["dup_of"]]["url"]
+                rec.dup_of_day = str(by_id[r["dup_of"]]["day"])
+            records.append(rec)
+    return WhyAnswer(url, key, records)
+
+
+def render_why(answer: WhyAnswer) -> str:
+    """Plain-text answer, one line per record."""
+    if not answer.seen:
+        return (f"{answer.url}: never seen: no record of this build matches (key {answer.key}); the URL is in no "
+                "input WARC file, or its response was not a record the reader saw\n")
+    lines = [f"{answer.url}: {len(answer.records)} record(s) (key {answer.key})"]
+    for r in answer.records:
+        where = f"{r.warc_file}@{r.warc_offset}"
+        if r.status == "kept":
+            lines.append(f"  kept       day {r.day} (visibility from {r.visible_source}, rule {r.t_rule})  "
+                         f"doc {r.doc_id}  {where}")
+        elif r.status == "duplicate":
+            of = f"{r.dup_of} ({r.dup_of_url}, day {r.dup_of_day})" if r.dup_of_url else str(r.dup_of)
+            lines.append(f"  duplicate  {r.reason} of {of}  doc {r.doc_id}  {where}")
+        else:
+            detail = f" ({r.detail})" if r.detail else ""
+            lines.append(f"  dropped    stage {r.stage}: {r.reason}{detail}  doc {r.doc_id}  {where}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,76 @@
+"""`forecast-env corpus why URL`: planted kept, dropped, duplicate and never-seen URLs in a real build."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _warc_data import Page, english_body, write_warc
+
+from forecast_env.cli.main import main as cli_main
+from forecast_env.corpus_build.pipeline import build_corpus
+from forecast_env.corpus_build.why import NEVER_SEEN_EXIT, explain_url, render_why
+
+
+@pytest.fixture(scope="module")
+def why_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("why_world")
+    shared = english_body(900)
+    warc = write_warc(root / "w.warc.gz", [
+        Page("https://www.news.example.com/kept-story?utm_source=feed", title="Council approves the budget plan",
+             body=english_body(901), published="2025-04-02T08:00:00Z"),
+        Page("https://news.example.com/first", title="Bridge repairs start in the northern valley region",
+             body=shared, published="2025-04-01T08:00:00Z"),
+        Page("https://news.example.com/second", title="Bridge repairs begin this week in the valley",
+             body=shared, published="2025-04-03T08:00:00Z", crawl="2025-04-04T10:00:00Z"),  # later copy
+        Page("https://news.example.com/short", title="Brief", body="Too short to keep.",
+             published="2025-04-02T08:00:00Z"),
+        Page("https://news.example.com/old", title="An old story about the harbour plan",
+             body=english_body(902), published="2024-11-02T08:00:00Z"),
+        # the same URL crawled twice: one record kept (April), one too old (before corpus_start)
+        Page("https://news.example.com/twice", title="The airport plan is approved by the region",
+             body=english_body(903), published="2025-04-05T08:00:00Z"),
+        Page("https://news.example.com/twice", title="The airport plan is discussed by the region",
+             body=english_body(904), published="2024-12-01T08:00:00Z", crawl="2025-04-06T10:00:00Z"),
+    ])
+    ws = root / "ws"
+    build_corpus([warc], ws, workers=1, progress=False)
+    return ws
+
+
+def test_kept_url_matches_after_normalisation(why_ws: Path) -> None:
+    ans = explain_url(why_ws, "http://news.example.com/kept-story/")  # no www, no utm, slash, http
+    assert [r.status for r in ans.records] == ["kept"]
+    rec = ans.records[0]
+    assert rec.day == "2025-04-02" and rec.visible_source == "pub" and rec.t_rule
+    assert "kept" in render_why(ans) and "2025-04-02" in render_why(ans)
+
+
+def test_dropped_and_duplicate(why_ws: Path) -> None:
+    short = explain_url(why_ws, "https://news.example.com/short")
+    assert [(r.status, r.stage, r.reason) for r in short.records] == [("dropped", "quality", "gopher_short_doc")]
+    old = explain_url(why_ws, "https://news.example.com/old")
+    assert [(r.stage, r.reason, r.detail) for r in old.records] == [("time", "before_corpus_start", "2024-11-02")]
+    dup = explain_url(why_ws, "https://news.example.com/second")
+    assert [r.status for r in dup.records] == ["duplicate"]
+    rec = dup.records[0]
+    first = explain_url(why_ws, "https://news.example.com/first").records[0]
+    assert first.status == "kept" and rec.dup_of == first.doc_id
+    assert rec.dup_of_url == "https://news.example.com/first" and rec.dup_of_day == "2025-04-01"
+    assert rec.reason.startswith("dup_")
+
+
+def test_every_record_of_a_url_is_listed(why_ws: Path) -> None:
+    ans = explain_url(why_ws, "https://news.example.com/twice")
+    assert sorted((r.status, r.reason) for r in ans.records) == [("dropped", "before_corpus_start"), ("kept", None)]
+
+
+def test_cli_exit_codes_and_json(why_ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["corpus", "why", "--workspace", str(why_ws), "https://news.example.com/short", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seen"] and out["records"][0]["reason"] == "gopher_short_doc"
+    code = cli_main(["corpus", "why", "--workspace", str(why_ws), "https://elsewhere.example.org/never"])
+    assert code == NEVER_SEEN_EXIT
+    assert "never seen" in capsys.readouterr().out
+    assert cli_main(["corpus", "why", "--workspace", str(why_ws.parent / "nothing"), "https://x.org/a"]) == 2
