@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ from forecast_env.store import (
     Workspace,
     atomic_path,
     atomic_write_bytes,
+    atomic_write_json,
     atomic_write_table,
     conform,
     sha256_file,
@@ -75,6 +77,9 @@ ORDER_COLUMNS = ("doc_id", "warc_file", "warc_offset", "v", "t_crawl", "day")
 #: The kept articles' columns the funnel report reads (`report.build_report`).
 REPORT_COLUMNS = ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_source", "visible_moves", "day",
                   "leak_flag", "leak_reason", "market_quote")
+#: Bump when a month shard's bytes would change for the same rows (sort, writer settings), so every
+#: month is rebuilt once instead of being skipped by its recorded plan.
+STORE_VERSION = 1
 #: Rows per pair-finding task: a stage's keys are split into ceil(articles / this) hash partitions.
 ROWS_PER_TASK = 4_000_000
 _SORT_SHARD = ["day", "doc_id", "warc_file", "warc_offset"]
@@ -322,6 +327,18 @@ class MonthTask:
     month: str
     sources: tuple[tuple[str, np.ndarray], ...]   # (articles file, row numbers within it, ascending)
     out: str
+    plan: str = ""                                 # digest of the sources (`month_plan`)
+    recorded: tuple[int, int] | None = None        # (size, mtime_ns) of the shard last written for this plan
+
+
+def month_plan(month: str, sources: Sequence[tuple[str, np.ndarray]]) -> str:
+    """Digest of what a month shard is made of: each part file (path, size, mtime) and its rows."""
+    h = hashlib.sha256(f"{STORE_VERSION}|{pa.__version__}|{schema.ARTICLES}|{month}".encode())
+    for path, rows in sources:
+        st = Path(path).stat()
+        h.update(f"|{path}|{st.st_size}|{st.st_mtime_ns}|".encode())
+        h.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    return h.hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -337,15 +354,26 @@ class DroppedTask:
 def month_table(task: MonthTask) -> pa.Table:
     """A month shard's table, sorted by (day, doc id), in the store's schema."""
     tables = [pq.read_table(path).take(pa.array(rows, pa.int64())) for path, rows in task.sources]
-    df = pl.from_arrow(pa.concat_tables(tables).cast(schema.ARTICLES))
-    return conform(df.sort(_SORT_SHARD).to_arrow(), schema.ARTICLES)
+    table = pa.concat_tables(tables).cast(schema.ARTICLES)
+    del tables
+    # sort on the key columns only, then gather the rows once (no second copy of the text)
+    order = pl.from_arrow(table.select(_SORT_SHARD)).with_row_index("i").sort(_SORT_SHARD)["i"].to_numpy()
+    return conform(table.take(pa.array(order, pa.int64())), schema.ARTICLES).combine_chunks()
 
 
-def write_month(task: MonthTask) -> tuple[str, bool, pa.Table]:
-    """Write one month shard if its bytes changed: (month, written, the report columns of its rows)."""
+def write_month(task: MonthTask) -> tuple[str, bool, pa.Table, tuple[int, int]]:
+    """Write one month shard if its bytes changed: (month, written, the report columns of its rows,
+    the shard's (size, mtime_ns)). A shard written for the same plan and untouched since is not
+    even rebuilt (an incremental build reads only the months it changes)."""
+    out = Path(task.out)
+    if task.recorded is not None and out.exists():
+        st = out.stat()
+        if (st.st_size, st.st_mtime_ns) == tuple(task.recorded):
+            return task.month, False, pq.read_table(out, columns=list(REPORT_COLUMNS)), task.recorded
     table = month_table(task)
-    written = write_if_changed(Path(task.out), table)
-    return task.month, written, table.select(list(REPORT_COLUMNS))
+    written = write_if_changed(out, table)
+    st = out.stat()
+    return task.month, written, table.select(list(REPORT_COLUMNS)), (st.st_size, st.st_mtime_ns)
 
 
 def dropped_table(task: DroppedTask) -> pa.Table:
@@ -363,12 +391,12 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool]:
     return task.stage, write_if_changed(Path(task.out), dropped_table(task))
 
 
-def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, pa.Table | None]:
+def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, pa.Table | None, tuple | None]:
     if isinstance(task, MonthTask):
-        month, written, report = write_month(task)
-        return "articles", month, written, report
+        month, written, report, stat = write_month(task)
+        return "articles", month, written, report, stat
     stage, written = write_dropped(task)
-    return "dropped", stage, written, None
+    return "dropped", stage, written, None, None
 
 
 def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -> pa.Table:
@@ -398,7 +426,8 @@ def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -
                                "dup_of"]).to_arrow(), schema.DROPPED)
 
 
-def _month_tasks(ws: Workspace, parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -> list[MonthTask]:
+def _month_tasks(ws: Workspace, parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame,
+                 recorded: dict[str, dict]) -> list[MonthTask]:
     kept = order.ranked.join(hits.select("rank"), on="rank", how="anti").select("gid", "day")
     if kept.height == 0:
         return []
@@ -411,7 +440,10 @@ def _month_tasks(ws: Workspace, parts: Sequence[PartFiles], order: Order, hits: 
         for (p,), rows in sorted(sub.group_by(["part"]), key=lambda g: g[0][0]):
             local = np.sort((rows["gid"] - int(order.offsets[p])).to_numpy())
             sources.append((str(parts[p].articles), local))
-        tasks.append(MonthTask(month=month, sources=tuple(sources), out=str(ws.articles_dir / f"{month}.parquet")))
+        plan = month_plan(month, sources)
+        rec = recorded.get(month) or {}
+        tasks.append(MonthTask(month=month, sources=tuple(sources), out=str(ws.articles_dir / f"{month}.parquet"),
+                               plan=plan, recorded=(rec["size"], rec["mtime_ns"]) if rec.get("plan") == plan else None))
     return tasks
 
 
@@ -456,16 +488,19 @@ def compute_keys(parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str = 
 
 def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str = "local",
                 workers: int = 1, ray_address: str | None = None, progress: bool = False,
-                rows_per_task: int = ROWS_PER_TASK) -> MergeResult:
+                rows_per_task: int = ROWS_PER_TASK, on_phase: Callable[[str], None] | None = None) -> MergeResult:
     """Dedup every part's articles and write the store (month shards, dropped tables), out of core.
 
     Keys are computed on the executor (`workers` processes or Ray); the pair and store tasks run in
     this process for `engine="local"` (one task's memory at a time) and on Ray for `engine="ray"`.
+    `on_phase(name)` is called after each phase ("keys", "pairs", "store"), e.g. to sample memory.
     """
+    phase = on_phase or (lambda name: None)
     t0 = time.perf_counter()
     dedup_cfg = dict(cfg.get("dedup") or {})
     compute_keys(parts, cfg, engine, workers, ray_address, progress)
     t_keys = time.perf_counter()
+    phase("keys")
 
     order = read_order([p.keys for p in parts])
     work = ws.corpus_dir / "merge"
@@ -479,9 +514,16 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
     tasks = pair_tasks([p.keys for p in parts], ranks_path, order, dedup_cfg, rows_per_task)
     hits = _collect_hits(_map(_run_pair_task, tasks, engine, task_workers, ray_address, "dedup pairs", progress))
     t_pairs = time.perf_counter()
+    phase("pairs")
 
     dedup_rows = _dedup_drops(parts, order, hits)
-    store_tasks: list[MonthTask | DroppedTask] = list(_month_tasks(ws, parts, order, hits))
+    plans_path = work / "months.json"
+    try:
+        recorded = json.loads(plans_path.read_text()) if plans_path.exists() else {}
+    except json.JSONDecodeError:
+        recorded = {}
+    store_tasks: list[MonthTask | DroppedTask] = list(_month_tasks(ws, parts, order, hits, recorded))
+    plans = {t.month: t.plan for t in store_tasks if isinstance(t, MonthTask)}
     months = [t.month for t in store_tasks]
     store_tasks += [DroppedTask(stage=s, sources=tuple(str(p.dropped) for p in parts),
                                 extra=dedup_rows if s == "dedup" else None, out=str(ws.dropped_dir / f"{s}.parquet"))
@@ -489,12 +531,14 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
     del order
     written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
     reports: dict[str, pa.Table] = {}
-    for kind, name, did_write, report in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
+    shards: dict[str, dict] = {}
+    for kind, name, did_write, report, stat in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
                                               "store", progress):
         if did_write:
             written[kind].append(name)
         if report is not None:
             reports[name] = report
+            shards[name] = {"plan": plans[name], "size": stat[0], "mtime_ns": stat[1]}
     written["articles"].sort()
     written["dropped"] = [s for s in schema.CORPUS_STAGES if s in written["dropped"]]
     for old in sorted(ws.articles_dir.glob("????-??.parquet")):
@@ -502,6 +546,7 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
             old.unlink()
             written["removed"].append(old.name)
     ranks_path.unlink(missing_ok=True)
+    atomic_write_json(plans_path, dict(sorted(shards.items())))
 
     stage_reason = [pq.read_table(p.dropped, columns=["stage", "reason"]) for p in parts]
     stage_reason.append(dedup_rows.select(["stage", "reason"]))
@@ -510,6 +555,7 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
     report_sch = pa.schema([schema.ARTICLES.field(c) for c in REPORT_COLUMNS])
     articles = pa.concat_tables([reports[m] for m in sorted(reports)]) if reports else report_sch.empty_table()
     t_end = time.perf_counter()
+    phase("store")
     timings = {"keys_s": round(t_keys - t0, 3), "pairs_s": round(t_pairs - t_keys, 3),
                "store_s": round(t_end - t_pairs, 3)}
     return MergeResult(written=written, dropped=dropped, articles=articles, timings=timings)
@@ -527,7 +573,7 @@ def write_file_errors(ws: Workspace, file_errors: list[dict]) -> bool:
 
 
 def apply_dedup(articles: pa.Table, cfg: dict[str, Any]) -> tuple[pl.DataFrame, pa.Table]:
-    """Remove duplicates (docs/design.md §2.8) in memory: (kept articles, dropped rows of stage "dedup")."""
+    """Remove duplicates (docs/design.md §2.dedup) in memory: (kept articles, dropped rows of stage "dedup")."""
     df = pl.from_arrow(articles)
     if not isinstance(df, pl.DataFrame):  # a table with no rows may come back as a Series
         df = pl.DataFrame(df)

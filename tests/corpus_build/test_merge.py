@@ -200,7 +200,8 @@ def test_planted_parts_equal_in_memory_merge(planted: list[PartFiles], tmp_path:
     assert {k: v for k, v in report.items()} == {k: v for k, v in ref_report.items()}
 
 
-def test_unchanged_months_are_not_rewritten_and_keys_are_reused(planted: list[PartFiles], tmp_path: Path) -> None:
+def test_unchanged_months_are_not_rewritten_and_keys_are_reused(planted: list[PartFiles], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     first, res = _out_of_core(planted[:2], tmp_path / "ws")
     assert compute_keys(planted, CFG) == 1  # only the new part's keys
     again, res = _out_of_core(planted, tmp_path / "ws")
@@ -208,8 +209,17 @@ def test_unchanged_months_are_not_rewritten_and_keys_are_reused(planted: list[Pa
     assert res.written["articles"] == ["2025-04"] and res.written["dropped"] == ["dedup"]
     ref, _ = _reference(planted, tmp_path / "ref")
     _assert_same(again, ref)
+    built: list[str] = []
+    real = merge.month_table
+    monkeypatch.setattr(merge, "month_table", lambda task: built.append(task.month) or real(task))
     _, res = _out_of_core(planted, tmp_path / "ws")
     assert res.written == {"articles": [], "dropped": [], "removed": []}
+    assert built == []  # every month's plan is recorded and its shard untouched: no part is read again
+    shard = tmp_path / "ws/corpus/articles/2025-04.parquet"
+    shard.write_bytes(b"tampered")
+    again, res = _out_of_core(planted, tmp_path / "ws")
+    assert built == ["2025-04"] and res.written["articles"] == ["2025-04"]
+    _assert_same(again, ref)
     # dropping the last part removes nothing but its rows; a month left empty is removed
     _, res = _out_of_core([planted[0]], tmp_path / "ws")
     assert res.written["removed"] == ["2025-05.parquet"]
