@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forecast_env.adapters.limits import OBSERVE, ToolCallError, check_tool_call
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
 from forecast_env.eval import runs
@@ -40,20 +41,12 @@ from forecast_env.store import Workspace
 
 log = logging.getLogger(__name__)
 
-#: Largest accepted JSON size of one tool call's arguments (a 1 MB query is refused, not searched).
-MAX_ARGUMENT_BYTES = 32_000
-
 OBSERVE_SPEC: dict[str, Any] = {
-    "name": "observe",
+    "name": OBSERVE,
     "description": "The current observation (question, options, forecast date, step, notebook, budget) as JSON. "
                    "Free: it does not count against the call budget.",
     "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
 }
-
-
-class ToolCallError(ForecastEnvError):
-    """A tool call the server refuses before it reaches the environment (unknown tool, oversized arguments,
-    the session is over)."""
 
 
 @dataclass(frozen=True)
@@ -132,20 +125,11 @@ class HarnessSession:
     def _call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolReply:
         if self._closed:
             raise ToolCallError("the session is closed")
-        if not isinstance(name, str) or name not in self._names:
-            raise ToolCallError(f"unknown tool {str(name)[:80]!r}; tools: {', '.join(sorted(self._names))}")
-        args = dict(arguments or {}) if isinstance(arguments, Mapping) else arguments
-        if not isinstance(args, dict):
-            raise ToolCallError(f"{name}: arguments must be a JSON object")
-        size = len(json.dumps(args, default=str).encode())
-        if size > MAX_ARGUMENT_BYTES:
-            raise ToolCallError(f"{name}: arguments are {size:,} bytes; the limit is {MAX_ARGUMENT_BYTES:,}")
+        args = check_tool_call(name, arguments, self._names)
         if self._obs is None:
             raise ToolCallError(f"all {len(self.units)} episode(s) of this session are finished; the run is "
                                 f"recorded in {self.run_dir}")
-        if name == "observe":
-            if args:
-                raise ToolCallError("observe takes no arguments")
+        if name == OBSERVE:
             return ToolReply(self._obs, False)
         obs, _reward, terminated, truncated, info = self.env.step({"tool": name, "args": args})
         error = info.get("error") if isinstance(info, Mapping) else None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forecast_env.adapters.limits import ToolCallError, check_tool_call
 from forecast_env.config import load_config
 from forecast_env.errors import RunError
 
@@ -35,8 +36,6 @@ from forecast_env.errors import RunError
 UNITS = ("date", "event")
 #: The tools a session's player may call (the environment's own).
 TOOLS = ("search", "open_article", "notebook_add", "notebook_supersede", "forecast")
-#: Largest accepted JSON size of one tool call's arguments (as for the MCP server and the rollout service).
-MAX_ARGUMENT_BYTES = 32_000
 
 
 @dataclass(frozen=True)
@@ -231,14 +230,11 @@ class UnitSession:
         with self._lock:
             if self.done:
                 return self._error(self._over())
-            if not isinstance(tool, str) or tool not in TOOLS:
-                return self._error(f"unknown tool {str(tool)[:80]!r}; tools: {', '.join(TOOLS)}")
-            if not isinstance(arguments, Mapping):
-                return self._error(f"{tool}: arguments must be a JSON object")
-            size = len(json.dumps(dict(arguments), default=str).encode())
-            if size > MAX_ARGUMENT_BYTES:
-                return self._error(f"{tool}: arguments are {size:,} bytes; the limit is {MAX_ARGUMENT_BYTES:,}")
-            obs, _reward, _term, _trunc, info = self.env.step({"tool": tool, "args": dict(arguments)})
+            try:
+                args = check_tool_call(tool, arguments, TOOLS)
+            except ToolCallError as exc:
+                return self._error(str(exc))
+            obs, _reward, _term, _trunc, info = self.env.step({"tool": tool, "args": args})
             self.observation = obs
             done = self._unit_done()
             text = self._compact(obs, done) if compact else obs
