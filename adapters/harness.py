@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from forecast_env.enums import SEARCH_MODES
+
 #: Calls one scripted session makes at most (a unit ends sooner: its forecasts are made by then).
 MAX_CALLS = 60
 #: Keys of a recorded part (and its rows) that differ between two plays of the same session by design.
@@ -99,7 +101,7 @@ class ScriptedPlayer:
     """Search, read a hit, take a note and forecast on every date, with choices drawn from `seed` and from
     what the environment answered (a crossed reply changes every later call)."""
 
-    MODES = ("hybrid", "bm25", "dense")
+    MODES = SEARCH_MODES
 
     def __init__(self, seed: int) -> None:
         self.seed = seed

@@ -369,6 +369,7 @@ def nprobe_sweep(nprobes: tuple[int, ...], paths: Any, offsets: Any, ann: list[A
 def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None) -> dict[str, Any]:
     import warnings
 
+    from forecast_env.enums import SEARCH_MODES
     from forecast_env.retrieval import Searcher
     from forecast_env.retrieval.dense import DenseShards
 
@@ -431,7 +432,7 @@ def query(root: Path, n_queries: int, n_exact: int, alt_codes: str | None = None
         run("dense", exact, exq, when)
     out["warm_pass_s"] = round(time.perf_counter() - t0, 1)
     for when in ("last", "random"):
-        for mode in ("hybrid", "dense", "bm25"):
+        for mode in SEARCH_MODES:
             lat, ivf_ids = run(mode, approx, allq, when)
             out[f"{when}/{mode}/ivf"] = pct(lat)
             if mode == "bm25":

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from forecast_env.config import config_hash, load_config, parse_override, route_overrides
+from forecast_env.enums import ENGINES, SPLITS
 from forecast_env.errors import ConfigError
 from forecast_env.store import Workspace, atomic_write_json
 
@@ -81,7 +82,7 @@ RECIPE_KEYS: dict[str, tuple[type, ...]] = {
     "release.name": (str, _NONE),
     "release.out": (str,),
 }
-_CHOICES = {"news.engine": ("local", "ray"), "audit.split": ("train", "eval", "all"),
+_CHOICES = {"news.engine": ENGINES, "audit.split": SPLITS,
             "release.split": ("train", "eval")}
 _DEFAULTS: dict[str, Any] = {
     "name": "", "description": "",
