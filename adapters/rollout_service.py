@@ -202,8 +202,7 @@ class EnvironmentService:
         self._opening = 0  # sessions being opened (counted against max_sessions)
         self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()  # closed by the service: why, and the result
         self._closed = False
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), self._handler())
         threading.Thread(target=self._httpd.serve_forever, name="forecast-env-verifiers", daemon=True).start()
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
@@ -527,6 +526,14 @@ class EnvironmentService:
                 self.wfile.write(data)
 
         return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    """The service's HTTP endpoint: a thread per connection, and a listen backlog for many rollouts' tool
+    servers connecting at once (socketserver's default of 5 resets connections beyond it)."""
+
+    daemon_threads = True
+    request_queue_size = 1024
 
 
 def _error(message: str) -> dict[str, Any]:
