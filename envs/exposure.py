@@ -24,6 +24,7 @@ each text), so the cost grows with the total text length, not with the number of
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -104,18 +105,20 @@ IRREGULAR_PAST = {
 _TAG = re.compile(r"<[^>]{0,400}>")
 _TOKEN = re.compile(r"[^\W_]+|'s_", re.UNICODE)
 _POSSESSIVE = re.compile(r"[’'`]s\b")
-#: Sentence and clause ends (not after an initial or a title: "U.S.", "Dr.", "St.").
-_SENTENCE = re.compile(r"(?<!\b[^\W\d_])(?<!\bmr)(?<!\bdr)(?<!\bst)(?<!\bvs)(?<!\bjr)(?<!\bms)"
-                       r"(?<!\bjan)(?<!\bfeb)(?<!\bmar)(?<!\bapr)(?<!\bjun)(?<!\bjul)(?<!\baug)(?<!\bsep)(?<!\bsept)"
-                       r"(?<!\boct)(?<!\bnov)(?<!\bdec)"
-                       r"[.?!;:\n]+(?:\s|$)|\s[-–—]\s")
+#: Sentence and clause ends; a period after an initial or an abbreviation ("U.S.", "Dr.", "Dec.") ends nothing.
+_SENTENCE = re.compile(r"[.?!;:\n]+(?:\s|$)|\s[-–—]\s")
+_ABBREV = frozenset("mr mrs ms dr st vs jr sr jan feb mar apr jun jul aug sep sept oct nov dec no inc corp co ltd".split())
 
 
 def fold(text: str) -> str:
     """`text` as the detector compares it: HTML tags dropped, entities decoded, accents removed, case folded."""
-    t = html.unescape(_TAG.sub(" ", text or ""))
-    t = unicodedata.normalize("NFKD", t)
-    t = "".join(ch for ch in t if not unicodedata.combining(ch))
+    t = text or ""
+    if "<" in t:
+        t = _TAG.sub(" ", t)
+    if "&" in t:
+        t = html.unescape(t)
+    if not t.isascii():
+        t = "".join(ch for ch in unicodedata.normalize("NFKD", t) if not unicodedata.combining(ch))
     return t.casefold()
 
 
@@ -129,9 +132,26 @@ def tokens(text: str) -> list[str]:
 
 def sentences(text: str) -> list[list[str]]:
     """The folded `text` cut into sentences and clauses, each a list of words."""
-    return [t for part in _SENTENCE.split(fold(text)) if (t := tokens(part))]
+    t = fold(text)
+    out: list[list[str]] = []
+    start = 0
+    for m in _SENTENCE.finditer(t):
+        if t[m.start()] == ".":
+            before = t[max(0, m.start() - 5): m.start()]
+            last = re.split(r"[^\w]", before)[-1]
+            if (len(last) == 1 and last.isalpha()) or last in _ABBREV:
+                continue
+        part = tokens(t[start: m.start()])
+        if part:
+            out.append(part)
+        start = m.end()
+    part = tokens(t[start:])
+    if part:
+        out.append(part)
+    return out
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def stem(word: str) -> str:
     """A crude stem that makes a verb's past and present meet ("agreed"/"agrees"/"agree" -> "agr",
     "topped" -> "top", "won" -> "win")."""
@@ -340,10 +360,11 @@ def option_cue(words: Sequence[str], i: int, j: int) -> str | None:
     return None
 
 
-def event_settled(sent: Sequence[str], key: _EventKey) -> str | None:
-    """The words stating Yes/No question `key`'s event as happened in sentence `sent` (None: it does not)."""
-    stems = [stem(w) for w in sent]
-    have = set(stems)
+def event_settled(sent: Sequence[str], key: _EventKey, have: set[str] | None = None) -> str | None:
+    """The words stating Yes/No question `key`'s event as happened in sentence `sent` (None: it does not);
+    `have`: the sentence's stems, when already known."""
+    if have is None:
+        have = {stem(w) for w in sent}
     if not key.stems <= have:
         return None
     for pos, w in enumerate(sent):
@@ -363,8 +384,13 @@ def event_settled(sent: Sequence[str], key: _EventKey) -> str | None:
 
 def _segments(q: QuestionText, day: date) -> list[tuple[str, list[list[str]]]]:
     """The texts of `q` as shown on `day`: (where, its sentences)."""
-    return [("title", sentences(q.question)), ("description", sentences(description_as_of(q.description, day))),
+    return [("title", _cached_sentences(q.question)),
+            ("description", _cached_sentences(description_as_of(q.description, day))),
             ("options", [tokens(fold(o)) for o in q.options])]
+
+
+#: A text is cut into sentences once, however many days it is read on (the lists are never modified).
+_cached_sentences = functools.lru_cache(maxsize=1 << 14)(sentences)
 
 
 def _change_days(q: QuestionText) -> list[date]:
@@ -382,7 +408,7 @@ class _Index:
     """Option names by first word; Yes/No questions by their rarest key stem."""
 
     def __init__(self, questions: Sequence[QuestionText], report: ExposureReport) -> None:
-        self.by_first: dict[str, list[_OptionKey]] = defaultdict(list)
+        self.by_words: dict[tuple[str, ...], list[_OptionKey]] = defaultdict(list)
         self.n_keys: dict[str, int] = {}
         self.event_by_stem: dict[str, list[_EventKey]] = defaultdict(list)
         event_keys = []
@@ -390,10 +416,11 @@ class _Index:
             keys, n_named = option_keys(q, report.skipped)
             self.n_keys[q.event_id] = n_named
             for k in keys:
-                self.by_first[k.words[0]].append(k)
+                self.by_words[k.words].append(k)
             ek = event_key(q, report.skipped)
             if ek is not None:
                 event_keys.append(ek)
+        self.lengths = sorted({len(w) for w in self.by_words}, reverse=True)
         df: dict[str, int] = defaultdict(int)
         for ek in event_keys:
             for s in ek.stems:
@@ -405,15 +432,19 @@ class _Index:
     def option_matches(self, words: Sequence[str]) -> list[tuple[int, int, _OptionKey]]:
         """Whole-word matches of option names in `words`, a name inside a longer matched name dropped."""
         found = []
-        for i, w in enumerate(words):
-            for k in self.by_first.get(w, ()):
-                n = len(k.words)
-                if tuple(words[i: i + n]) == k.words:
-                    found.append((i, i + n, k))
-        if len(found) > 1:
-            spans = {(a, b) for a, b, _ in found}
-            found = [(a, b, k) for a, b, k in found
-                     if not any(a2 <= a and b <= b2 and (a2, b2) != (a, b) for a2, b2 in spans)]
+        n_words = len(words)
+        taken_to = 0  # end of the longest name matched so far: shorter names inside it are dropped
+        for i in range(n_words):
+            for n in self.lengths:  # longest first
+                if i + n > n_words:
+                    continue
+                ks = self.by_words.get(tuple(words[i: i + n]))
+                if ks:
+                    if i + n <= taken_to:
+                        break  # inside a longer name that started earlier
+                    found.extend((i, i + n, k) for k in ks)
+                    taken_to = max(taken_to, i + n)
+                    break  # at one position only the longest name counts
         return found
 
 
@@ -442,7 +473,7 @@ def _exposures_in(qp: QuestionText, day: date, index: _Index, pairs: set[tuple[s
                     if ek.event_id == qp.event_id or ek.event_id in out:
                         continue
                     pairs.add((qp.event_id, ek.event_id))
-                    words = event_settled(sent, ek)
+                    words = event_settled(sent, ek, seen_stems)
                     if words is not None:
                         out[ek.event_id] = ("event", where, words, ())
     for q in mentioned:

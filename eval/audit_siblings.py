@@ -65,9 +65,15 @@ _SENT_END = re.compile(r"(?<=[a-z0-9\)\"'])[.?!](?=\s+[A-Za-z\"'(]|\s*$)|\n+|;")
 
 def normalize(text: str) -> str:
     """Markup removed, entities decoded, accents stripped, lower case: what the audit searches."""
-    t = html.unescape(_HTML.sub(" ", text or ""))
-    t = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
-    return re.sub(r"[\u2018\u2019`]", "'", t).lower()
+    t = text or ""
+    if "<" in t:
+        t = _HTML.sub(" ", t)
+    if "&" in t:
+        t = html.unescape(t)
+    if not t.isascii():
+        t = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
+        t = re.sub(r"[\u2018\u2019]", "'", t)
+    return t.replace("`", "'").lower()
 
 
 def split_sentences(text: str) -> list[str]:
@@ -127,16 +133,19 @@ def _prefix(w: str) -> str:
     return w[:4] if len(w) >= 5 else w
 
 
-def stated_outcome(sentence: str, words: Sequence[str]) -> str | None:
+def stated_outcome(sentence: str, words: Sequence[str], toks: Sequence[str] | None = None,
+                   prefixes: set[str] | None = None) -> str | None:
     """"Yes" / "No" when `sentence` states the event of a question with key `words` as happened / not
-    happened (all key words present by their first letters, a past verb of one of them), else None."""
-    toks = _WORDS.findall(sentence)
-    pref = {_prefix(t) for t in toks}
+    happened (all key words present by their first letters, a past verb of one of them), else None.
+    `toks` / `prefixes`: the sentence's words and their prefixes, when already known."""
+    if toks is None:
+        toks = _WORDS.findall(sentence)
+    pref = prefixes if prefixes is not None else {_prefix(t) for t in toks}
     if not all(_prefix(w) in pref for w in words):
         return None
     if _CONDITION.search(sentence):
         return None
-    verbs = [_prefix(w) for w in words if len(w) >= 3]
+    verbs = {_prefix(w) for w in words}
     past = any(t.endswith("ed") and _prefix(t) in verbs for t in toks) or \
         any(t in ("won", "lost", "fell", "rose", "took", "held", "beat") for t in toks)
     negated = bool(_NEGATION.search(sentence))
@@ -233,8 +242,8 @@ def find_mentions(visible: Mapping[str, Visible], events: pl.DataFrame) -> tuple
 
     Names are found through an index of their first word (no all-pairs scan). Returns the mentions,
     the statements, and the events skipped with the reason (empty or duplicate option names)."""
-    first_word: dict[str, list[tuple[str, str, list[str]]]] = defaultdict(list)  # word -> (event, option, words)
-    yesno_by_word: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+    by_name: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)  # name words -> (event, option)
+    yesno_by_word: dict[str, list[tuple[str, list[str], frozenset[str]]]] = defaultdict(list)
     skipped: dict[str, str] = {}
     df_count: dict[str, int] = defaultdict(int)
     keys: list[tuple[str, list[str]]] = []
@@ -255,12 +264,13 @@ def find_mentions(visible: Mapping[str, Visible], events: pl.DataFrame) -> tuple
         if len(set(names)) < len(names):
             skipped[r["event_id"]] = "identical option names"
         for o, n in zip(opts, names):
-            ws = _WORDS.findall(n)
+            ws = tuple(_WORDS.findall(n))
             if not ws or n in _GENERIC or names.count(n) > 1:
                 continue
-            first_word[ws[0]].append((r["event_id"], o, ws))
+            by_name[ws].append((r["event_id"], o))
+    lengths = sorted({len(k) for k in by_name}, reverse=True)
     for eid, kw in keys:
-        yesno_by_word[min(kw, key=lambda w: (df_count[w], w))].append((eid, kw))
+        yesno_by_word[min(kw, key=lambda w: (df_count[w], w))].append((eid, kw, frozenset(_prefix(w) for w in kw)))
 
     mentions: list[Mention] = []
     statements: list[Statement] = []
@@ -276,30 +286,37 @@ def find_mentions(visible: Mapping[str, Visible], events: pl.DataFrame) -> tuple
                     toks = list(_WORDS.finditer(sent))
                     words = [t.group(0) for t in toks]
                     past = bool(_PAST_WORD.search(sent))
-                    for i, w in enumerate(words):
-                        for eid, opt, nw in first_word.get(w, ()):
-                            if eid == v.event_id or words[i: i + len(nw)] != nw:
+                    taken_to = 0  # a longer name holds the shorter ones inside it ("Alan Brandt" holds "Brandt")
+                    for i in range(len(words)):
+                        for n in lengths:
+                            hits = by_name.get(tuple(words[i: i + n])) if i + n <= len(words) else None
+                            if not hits:
                                 continue
-                            s, e = toks[i].start(), toks[i + len(nw) - 1].end()
-                            # a longer name that contains this one ("Alan Brandt" holds "Brandt") wins
-                            if (i > 0 and any(words[i - 1] == x[2][0] and words[i - 1: i - 1 + len(x[2])]
-                                                  == x[2] for x in first_word.get(words[i - 1], ())
-                                                  if x[0] == eid)):
-                                continue
+                            if i + n <= taken_to:
+                                break
+                            taken_to = i + n
+                            s, e = toks[i].start(), toks[i + n - 1].end()
                             cue = cued(sent, s, e) if where != "options" else None
                             sub = where == "title" and bool(re.search(r"[,:]", sent[:s] + sent[e:]))
-                            key = (eid, opt, cue, past, sub, where == "update")
-                            if key not in seen:
-                                seen.add(key)
-                                mentions.append(Mention(eid, opt, v.event_id, k, cue, past and where != "options",
-                                                        sub, where == "update"))
+                            for eid, opt in hits:
+                                if eid == v.event_id:
+                                    continue
+                                key = (eid, opt, cue, past, sub, where == "update")
+                                if key not in seen:
+                                    seen.add(key)
+                                    mentions.append(Mention(eid, opt, v.event_id, k, cue,
+                                                            past and where != "options", sub, where == "update"))
+                            break
                     if where == "options":
                         continue
+                    if not past and not _NEGATION.search(sent):
+                        continue  # no past verb and no negation: nothing is stated as settled
+                    prefixes = {_prefix(t) for t in words}
                     for w in set(words):
-                        for eid, kw in yesno_by_word.get(w, ()):
-                            if eid == v.event_id or eid in stated:
+                        for eid, kw, kw_pref in yesno_by_word.get(w, ()):
+                            if eid == v.event_id or eid in stated or not kw_pref <= prefixes:
                                 continue
-                            out = stated_outcome(sent, kw)
+                            out = stated_outcome(sent, kw, words, prefixes)
                             if out is not None:
                                 stated.add(eid)
                                 statements.append(Statement(eid, v.event_id, k, out, sent[:160]))
