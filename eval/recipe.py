@@ -297,6 +297,14 @@ class StageResult:
     seconds: float = 0.0
     result: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    cpu_seconds: float = 0.0  # this process and its finished worker processes (pools), user + system
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 @dataclass
@@ -361,17 +369,17 @@ class _Runner:
             self.results.append(res)
             return res
         self.say(f"[{name}] running")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_seconds()
         result, complete = work()
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
         status = "done" if complete else "failed_items"
         if complete or self.allow_failed:
             atomic_write_json(_record_path(self.ws, name), {
                 "version": RECORD_VERSION, "stage": name, "fingerprint": fp, "inputs": dict(inputs),
                 "result": result, "seconds": round(dt, 3), "complete": complete,
                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        res = StageResult(name, status, dt, result)
-        self.say(f"[{name}] {status} in {dt:.1f}s")
+        res = StageResult(name, status, dt, result, cpu_seconds=cpu)
+        self.say(f"[{name}] {status} in {dt:.1f}s ({cpu:.1f} CPU s)")
         self.results.append(res)
         return res
 
@@ -529,11 +537,11 @@ def _outcome(r: _Runner, ws: Path, failed_items: bool, verdict: str | None = Non
 def render_outcome(outcome: BuildOutcome) -> str:
     """The stage table and the verdict, for the terminal."""
     total = sum(s.seconds for s in outcome.stages) or 1.0
-    lines = [f"{'stage':8s} {'status':12s} {'seconds':>9s} {'share':>6s}  result"]
+    lines = [f"{'stage':8s} {'status':12s} {'seconds':>9s} {'share':>6s} {'CPU s':>8s}  result"]
     for s in outcome.stages:
         brief = ", ".join(f"{k}={v}" for k, v in s.result.items() if not isinstance(v, (list, dict)))[:100]
-        lines.append(f"{s.stage:8s} {s.status:12s} {s.seconds:9.1f} {100 * s.seconds / total:5.1f}%  "
-                     f"{brief or s.note}")
+        lines.append(f"{s.stage:8s} {s.status:12s} {s.seconds:9.1f} {100 * s.seconds / total:5.1f}% "
+                     f"{s.cpu_seconds:8.1f}  {brief or s.note}")
     if outcome.verdict:
         lines.append(f"audit verdict: {outcome.verdict}")
     if outcome.release:
@@ -642,8 +650,10 @@ class _Heads:
             self.cache: dict[str, int] = json.loads(path.read_text())
         except (FileNotFoundError, ValueError):
             self.cache = {}
+        # identity: the size of the file itself, not of an encoding a CDN may choose
         self.client = client or httpx.Client(timeout=settings.timeout_s, follow_redirects=True,
-                                             headers={"User-Agent": settings.user_agent})
+                                             headers={"User-Agent": settings.user_agent,
+                                                      "Accept-Encoding": "identity"})
         self._last = 0.0
 
     def size(self, url: str) -> int | None:
@@ -737,7 +747,9 @@ def plan_recipe(recipe: Recipe, workspace: str | Path, *, offline: bool = False,
                 s = heads.size(join_url(base, cc))
                 if s is not None:
                     sizes.append(s)
-        if sizes:
+        if not picked:
+            months.append(MonthPlan(key, listed, 0, 0.0, "no files", origin))
+        elif sizes:
             months.append(MonthPlan(key, listed, len(picked), len(picked) * sum(sizes) / len(sizes),
                                     f"head ({len(sizes)} sampled)", origin))
         else:

@@ -1,23 +1,18 @@
 """`forecast-env build --recipe`: from an empty workspace to an audit verdict and a release, against
 the sample world served in the real layouts; a second run does nothing; a killed run resumes.
 
-The Polymarket services are the world's cache behind `synth/serve_polymarket.handle` on
-127.0.0.1:0 (the same client code as against the real APIs); the news is the world's WARC files in
-a Common Crawl layout (`crawl-data/CC-NEWS/YYYY/MM/` + `warc.paths.gz`) read through
-`corpus.source.base_url`.
+One server on 127.0.0.1:0 (`synth/serve.py`) serves the world's WARC files in the Common Crawl
+layout (`crawl-data/CC-NEWS/YYYY/MM/` + `warc.paths.gz`, streamed by the corpus build) and its
+Polymarket cache as Gamma, CLOB and the Data API (`synth/serve_polymarket.py`): the same client
+code runs as against the real services.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -40,50 +35,18 @@ from forecast_env.synth import serve_polymarket as sp
 pytestmark = pytest.mark.slow
 
 
-def _mirror(world: Path, root: Path) -> list[str]:
-    """The world's WARC files in the Common Crawl layout under `root`; returns the months."""
-    months: dict[str, list[str]] = {}
-    for f in sorted((world / "news").glob("*.warc.gz")):
-        stamp = f.name.split("-")[2]  # CC-NEWS-YYYYMMDDhhmmss-NNNNN.warc.gz
-        cc = f"crawl-data/CC-NEWS/{stamp[:4]}/{stamp[4:6]}/{f.name}"
-        (root / cc).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, root / cc)
-        months.setdefault(f"{stamp[:4]}-{stamp[4:6]}", []).append(cc)
-    for month, paths in months.items():
-        y, m = month.split("-")
-        (root / f"crawl-data/CC-NEWS/{y}/{m}/warc.paths.gz").write_bytes(
-            gzip.compress("".join(p + "\n" for p in paths).encode(), mtime=0))
-    return sorted(months)
-
-
 @pytest.fixture(scope="module")
-def served_world(micro_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    mirror = tmp_path_factory.mktemp("cc_mirror")
-    months = _mirror(micro_world, mirror)
+def recipe_world(micro_world: Path) -> Iterator[dict]:
+    """The micro world served (synth/serve.py): CC-NEWS layout + the Polymarket services, one server."""
+    from forecast_env.synth.serve import WorldServer
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            out = sp.handle("GET", url.path, parse_qs(url.query), micro_world)
-            status, headers, body = out if out is not None else (404, {}, b"not served")
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    truth = json.loads((micro_world / "truth.json").read_text())
-    sets = [*sp.client_settings(base), "events.polymarket.requests_per_second=0", f"corpus.source.base_url={mirror}"]
-    yield {"world": micro_world, "mirror": mirror, "months": months, "truth": truth, "sets": sets}
-    server.shutdown()
-    server.server_close()
+    with WorldServer(micro_world) as server:
+        folders = list(server.months())  # crawl-data/CC-NEWS/YYYY/MM, empty months of the span included
+        months = [f"{f[-7:-3]}-{f[-2:]}" for f in folders]
+        truth = json.loads((micro_world / "truth.json").read_text())
+        sets = [*server.client_settings(), "events.polymarket.requests_per_second=0"]
+        yield {"world": micro_world, "server": server, "months": months, "truth": truth, "sets": sets,
+               "with_files": [m for f, m in zip(folders, months, strict=True) if server.months()[f]]}
     sp.clear_faults(micro_world)
 
 
@@ -92,7 +55,7 @@ def _recipe_file(tmp: Path, served: dict, **news: object) -> Path:
     recipe = {
         "name": "served-micro",
         "description": "the micro sample world, served",
-        "news": {"cc_news": ",".join(served["months"]), "workers": 1, **news},
+        "news": {"cc_news": f"{served['months'][0]}..{served['months'][-1]}", "workers": 1, **news},
         "splits": {s: {"start": splits[s][0], "end": splits[s][1]} for s in ("train", "eval")},
         "audit": {"split": "eval"},
         "release": {"split": "eval", "out": "release"},
@@ -106,17 +69,17 @@ def _sets(served: dict) -> list[str]:
     return [a for s in served["sets"] for a in ("--set", s)]
 
 
-def test_build_from_empty_workspace_then_a_second_run_does_nothing(served_world: dict, tmp_path: Path,
+def test_build_from_empty_workspace_then_a_second_run_does_nothing(recipe_world: dict, tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    recipe = _recipe_file(tmp_path, served_world)
+    recipe = _recipe_file(tmp_path, recipe_world)
     ws = tmp_path / "ws"
     # a killed run: it stopped after the corpus (its records say what finished)
-    outcome = run_recipe(load_recipe(recipe, served_world["sets"]), ws, progress=False, say=lambda s: None,
+    outcome = run_recipe(load_recipe(recipe, recipe_world["sets"]), ws, progress=False, say=lambda s: None,
                          stop_after="corpus")
     assert outcome.ran == ["fetch", "corpus"] and read_record(ws, "index") is None
-    requests_before = dict(sp.request_counts.get(served_world["world"].resolve(), {}))
+    requests_before = dict(sp.request_counts.get(recipe_world["world"].resolve(), {}))
 
-    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(served_world)])
+    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(recipe_world)])
     out = capsys.readouterr()
     verdict = read_record(ws, "audit")["result"]["verdict"]
     assert rc == EXIT_OK, out.err[-2000:]
@@ -124,24 +87,26 @@ def test_build_from_empty_workspace_then_a_second_run_does_nothing(served_world:
     assert "[fetch] already done" in out.err and "[corpus] already done" in out.err  # resumed, not redone
     release = json.loads((ws / "release" / "release.json").read_text())
     assert release["split"] == "eval" and release["event_ids"]
-    expected = {eid for eid, e in served_world["truth"]["events"].items() if e["expect"] == "keep" and e["split"] == "eval"}
+    expected = {eid for eid, e in recipe_world["truth"]["events"].items() if e["expect"] == "keep" and e["split"] == "eval"}
     assert set(release["event_ids"]) == expected  # the world's kept eval events, fetched over HTTP
     for stage in STAGES:
         assert read_record(ws, stage) is not None, stage
-    assert sp.request_counts[served_world["world"].resolve()] == requests_before  # fetch was not redone
+    assert sp.request_counts[recipe_world["world"].resolve()] == requests_before  # fetch was not redone
 
     stamps = {s: (ws / "build" / f"{s}.json").stat().st_mtime_ns for s in STAGES}
     manifest = (ws / "corpus" / "manifest.json").stat().st_mtime_ns
-    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(served_world)])
+    n_log = len(recipe_world["server"].log)
+    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(recipe_world)])
     out = capsys.readouterr()
     assert rc == EXIT_OK
     assert out.err.count("already done") == len(STAGES)
     assert {s: (ws / "build" / f"{s}.json").stat().st_mtime_ns for s in STAGES} == stamps
     assert (ws / "corpus" / "manifest.json").stat().st_mtime_ns == manifest
-    assert sp.request_counts[served_world["world"].resolve()] == requests_before  # not one request
+    assert sp.request_counts[recipe_world["world"].resolve()] == requests_before
+    assert len(recipe_world["server"].log) == n_log  # not one request: listings frozen, nothing to stream
 
     # a changed setting redoes that stage and those after it, not the ones before
-    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(served_world),
+    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(recipe_world),
                "--set", "events.filters.min_span_days=9"])
     err = capsys.readouterr().err
     assert rc == EXIT_OK
@@ -160,7 +125,7 @@ def test_build_from_empty_workspace_then_a_second_run_does_nothing(served_world:
     sched.with_columns(pl.when(first).then(pl.lit(early)).otherwise(pl.col("forecast_date")).alias("forecast_date"),
                        pl.when(first).then(pl.lit([ev["label"]], dtype=pl.List(pl.String)))
                        .otherwise(pl.col("options")).alias("options")).write_parquet(path)
-    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(served_world),
+    rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(recipe_world),
                "--set", "events.filters.min_span_days=9", "--set", "recipe.audit.checks=[schedule]"])
     err = capsys.readouterr().err
     assert rc == EXIT_AUDIT_FAIL, err[-2000:]
@@ -168,16 +133,23 @@ def test_build_from_empty_workspace_then_a_second_run_does_nothing(served_world:
     assert read_record(ws, "release") is None
 
 
-def test_dry_run_reads_the_listings_and_prints_the_plan(served_world: dict, tmp_path: Path) -> None:
-    recipe = load_recipe(_recipe_file(tmp_path, served_world), served_world["sets"])
+def test_dry_run_reads_the_listings_and_prints_the_plan(recipe_world: dict, tmp_path: Path) -> None:
+    recipe = load_recipe(_recipe_file(tmp_path, recipe_world), recipe_world["sets"])
+    server = recipe_world["server"]
+    server.clear()
     plan = plan_recipe(recipe, tmp_path / "ws")
-    assert [m.month for m in plan.months] == served_world["months"]
-    assert all(m.listed == 1 and m.picked == 1 and m.listing_from == "listing" for m in plan.months)
-    sizes = sorted(f.stat().st_size for f in (served_world["world"] / "news").glob("*.warc.gz"))
-    assert sorted(m.bytes for m in plan.months) == sizes  # the files' own sizes, not an estimate
+    assert [m.month for m in plan.months] == recipe_world["months"]
+    assert all(m.listing_from == "listing" for m in plan.months)
+    assert [m.month for m in plan.months if m.picked] == recipe_world["with_files"]
+    sizes = sorted(f.stat().st_size for f in (recipe_world["world"] / "news").glob("*.warc.gz"))
+    assert sorted(m.bytes for m in plan.months if m.picked) == sizes  # HEAD's Content-Length, not an estimate
+    heads = [e for e in server.log if e[0] == "HEAD"]
+    assert len(heads) == len(sizes)
     text = render_plan(plan)
     assert "estimate" not in text.splitlines()[0] and "core-h" in text
     assert not (tmp_path / "ws" / "corpus").exists()  # nothing built, no listing frozen
+    again = plan_recipe(recipe, tmp_path / "ws")  # listings and sizes are cached: no request at all
+    assert again.to_dict() == plan.to_dict() and len(server.log) == len(heads) + len(plan.months)
 
 
 def test_dojo_dry_run_offline_is_the_papers_plan_marked_estimate(tmp_path: Path) -> None:
@@ -188,11 +160,11 @@ def test_dojo_dry_run_offline_is_the_papers_plan_marked_estimate(tmp_path: Path)
     assert small.files == 6 and [m.picked for m in small.months] == [2, 2, 2]
 
 
-def test_failed_items_exit_4_and_are_retried_by_the_next_run(served_world: dict, tmp_path: Path) -> None:
-    world = served_world["world"]
+def test_failed_items_exit_4_and_are_retried_by_the_next_run(recipe_world: dict, tmp_path: Path) -> None:
+    world = recipe_world["world"]
     cid = sorted(p.stem for p in (world / "polymarket" / "data" / "trades").glob("*.json"))[0]
     sp.inject(world, sp.Fault("/data-api/trades", "404", count=1, match={"market": cid}))
-    recipe = load_recipe(_recipe_file(tmp_path, served_world), served_world["sets"])
+    recipe = load_recipe(_recipe_file(tmp_path, recipe_world), recipe_world["sets"])
     ws = tmp_path / "ws"
     outcome = run_recipe(recipe, ws, progress=False, say=lambda s: None, stop_after="fetch")
     assert outcome.exit_status == EXIT_ITEMS_FAILED and outcome.stages[0].status == "failed_items"
