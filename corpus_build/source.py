@@ -244,6 +244,16 @@ def _fsspec():
     return fsspec
 
 
+def _require_s3() -> None:
+    """Fail early, with the fix, when s3:// sources are asked for without the `[s3]` extra."""
+    _fsspec()
+    try:
+        import s3fs  # noqa: F401
+    except ImportError as exc:
+        raise CorpusError("s3:// sources need s3fs: pip install 'forecast-env[s3]' (and AWS credentials for "
+                          "s3://commoncrawl/; https://data.commoncrawl.org/ needs none)") from exc
+
+
 def _s3_bytes(url: str) -> bytes:
     fs = _fsspec()
     try:
@@ -371,6 +381,8 @@ def resolve_sources(spec: SourceSpec | Sequence[str | Path], config: dict[str, A
         raise CorpusError("--files-per-month / --sample pick files from CC-NEWS listings: give --cc-news RANGE too")
     if not found:
         raise CorpusError("no WARC files given; pass --warc 'path/*.warc.gz' or --cc-news 2025-03..2025-05")
+    if any(s.kind == "s3" for s in found):
+        _require_s3()
     unique: dict[str, Source] = {}
     for s in found:
         unique.setdefault(s.identity, s)

@@ -195,3 +195,37 @@ def test_keep_warc_keeps_the_streamed_files(served_world, tmp_path, micro_world)
     name = sorted((micro_world / "news").glob("*.warc.gz"))[0].name
     assert (keep / name).read_bytes() == (micro_world / "news" / name).read_bytes()
     assert sorted(p.name for p in Path(ws).rglob("*.warc.gz")) == []  # nothing stored in the workspace
+
+
+def test_s3_sources_without_the_extra_name_the_fix():
+    pytest.importorskip("fsspec")
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:
+        with pytest.raises(CorpusError, match=r"forecast-env\[s3\]"):
+            resolve_sources(["s3://commoncrawl/crawl-data/CC-NEWS/2025/03/CC-NEWS-20250301000000-00001.warc.gz"], None)
+    else:
+        pytest.skip("s3fs is installed")
+
+
+def test_real_public_warc_samples_stream_like_disk(tmp_path):
+    """Real WARC files (set FORECAST_ENV_REAL_WARCS to a folder of them, e.g. warcio's and fastwarc's
+    public test data; they are not shipped) streamed through the served layout equal the disk build."""
+    import os
+
+    from forecast_env.config import load_config
+    from forecast_env.synth.serve import WorldServer
+
+    folder = os.environ.get("FORECAST_ENV_REAL_WARCS")
+    if not folder:
+        pytest.skip("FORECAST_ENV_REAL_WARCS is not set")
+    files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and ".warc" in p.name)
+    with WorldServer(tmp_path / "none") as server:
+        sources = [Source(p.name, server.url + server.add_file(p, f"crawl-data/CC-NEWS/2025/03/{p.name}"),
+                          f"crawl-data/CC-NEWS/2025/03/{p.name}") for p in files]
+        cfg = load_config("corpus", overrides={"source.base_url": server.url, "corpus_start": "2000-01-01"})
+        streamed = build_corpus(sources, tmp_path / "s", config=cfg, workers=1, progress=False)
+    local = build_corpus(files, tmp_path / "l", config=cfg, workers=1, progress=False)
+    assert streamed["counts"]["records_in"] > 0 and streamed["snapshot_id"] == local["snapshot_id"]
+    assert store_digest(tmp_path / "s") == store_digest(tmp_path / "l")
+    assert streamed["report"]["file_errors"] == local["report"]["file_errors"]
