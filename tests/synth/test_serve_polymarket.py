@@ -1,17 +1,14 @@
 """The sample world's Polymarket cache served as Gamma / CLOB / Data API (synth/serve_polymarket.py).
 
-The handler is exercised directly and behind a small stdlib HTTP server on 127.0.0.1:0, with the
-real downloader (`PolymarketClient`) pointed at it; its sleeps are recorded, never slept.
+The handler is exercised directly and behind the world server (`synth/serve.py`, 127.0.0.1:0), with
+the real downloader (`PolymarketClient`) pointed at it; its sleeps are recorded, never slept.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -21,34 +18,14 @@ from forecast_env.synth import serve_polymarket as sp
 from forecast_env.timeparse import parse_api_time
 
 
-def _serve(world: Path) -> tuple[ThreadingHTTPServer, str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            out = sp.handle("GET", url.path, parse_qs(url.query), world)
-            status, headers, body = out if out is not None else (404, {}, b"not served")
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
 @pytest.fixture
 def served(micro_world: Path) -> Iterator[tuple[Path, str]]:
+    """The micro world behind synth/serve.py, which delegates the three services to this handler."""
+    from forecast_env.synth.serve import WorldServer
+
     sp.clear_faults(micro_world)
-    server, base = _serve(micro_world)
-    yield micro_world, base
-    server.shutdown()
-    server.server_close()
+    with WorldServer(micro_world) as server:
+        yield micro_world, server.url.rstrip("/")
     sp.clear_faults(micro_world)
 
 
