@@ -184,6 +184,23 @@ def _rss_mb(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
 
 
+def _hwm_mb(reset: bool = False) -> float:
+    """This process's peak resident memory since start or the last reset (VmHWM; unlike ru_maxrss it
+    does not inherit the peak of the process that forked this one before exec)."""
+    with open("/proc/self/status") as fh:
+        kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    if reset:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    return kib / 1024
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the key workers)."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def run(parts_dir: Path, ws_dir: Path, mode: str, workers: int, engine: str, fresh_keys: bool) -> dict:
     """Merge one parts folder into a fresh workspace; time and peak memory per phase."""
     cfg = load_config("corpus")
@@ -196,21 +213,32 @@ def run(parts_dir: Path, ws_dir: Path, mode: str, workers: int, engine: str, fre
     for d in (ws.articles_dir, ws.dropped_dir):
         d.mkdir(parents=True, exist_ok=True)
     phases: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+
+    def on_phase(name: str) -> None:
+        phases[name] = round(_hwm_mb(reset=True))
+        cpu[name] = round(_cpu_s() - cpu0, 1)
+
+    cpu0 = _cpu_s()
     t0 = time.perf_counter()
     if mode == "memory":
         merge_in_memory(ws, parts, cfg)
         timings: dict = {}
     else:
-        res = merge_parts(ws, parts, cfg, engine=engine, workers=workers, progress=False,
-                          on_phase=lambda name: phases.__setitem__(name, round(_rss_mb(resource.RUSAGE_SELF))))
+        res = merge_parts(ws, parts, cfg, engine=engine, workers=workers, progress=False, on_phase=on_phase)
         timings = res.timings
     wall = time.perf_counter() - t0
     return {"mode": mode, "engine": engine, "workers": workers, "articles": sum(pq.read_metadata(p.articles).num_rows
                                                                                for p in parts),
-            "wall_s": round(wall, 1), "timings": timings, "driver_peak_mb_after_phase": phases,
-            "driver_peak_mb": round(_rss_mb(resource.RUSAGE_SELF)),
+            "wall_s": round(wall, 1), "cpu_s": round(_cpu_s() - cpu0, 1), "cpu_s_cumulative_after_phase": cpu,
+            "timings": timings, "driver_peak_mb_per_phase": phases,
+            "driver_peak_mb": max([round(_hwm_mb()), *phases.values()]),
             "worker_peak_mb": round(_rss_mb(resource.RUSAGE_CHILDREN)),
-            "store_bytes": sum(p.stat().st_size for p in (ws_dir / "corpus").rglob("*.parquet"))}
+            "store_bytes": sum(p.stat().st_size for p in (ws_dir / "corpus").rglob("*.parquet")),
+            "keys_bytes": sum(p.keys.stat().st_size for p in parts if p.keys.exists()),
+            "kept": sum(pq.read_metadata(p).num_rows for p in (ws_dir / "corpus/articles").glob("*.parquet")),
+            "largest_month_rows": max((pq.read_metadata(p).num_rows
+                                       for p in (ws_dir / "corpus/articles").glob("*.parquet")), default=0)}
 
 
 # ---------------------------------------------------------------------------------------------

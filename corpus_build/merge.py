@@ -492,9 +492,21 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
     """Dedup every part's articles and write the store (month shards, dropped tables), out of core.
 
     Keys are computed on the executor (`workers` processes or Ray); the pair and store tasks run in
-    this process for `engine="local"` (one task's memory at a time) and on Ray for `engine="ray"`.
-    `on_phase(name)` is called after each phase ("keys", "pairs", "store"), e.g. to sample memory.
+    this process for `engine="local"` (one task's memory at a time) and on Ray for `engine="ray"`
+    (one Ray session for the three phases). `on_phase(name)` is called after each phase ("keys",
+    "pairs", "store"), e.g. to sample memory.
     """
+    if engine == "ray":
+        from forecast_env.executor import ray_session
+
+        with ray_session(ray_address, workers, CorpusError):
+            return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase)
+    return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase)
+
+
+def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str, workers: int,
+           ray_address: str | None, progress: bool, rows_per_task: int,
+           on_phase: Callable[[str], None] | None) -> MergeResult:
     phase = on_phase or (lambda name: None)
     t0 = time.perf_counter()
     dedup_cfg = dict(cfg.get("dedup") or {})
