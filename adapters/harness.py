@@ -351,3 +351,104 @@ class OpenEnvDriver:
 
     def finish(self, handle: dict[str, Any]) -> None:
         handle["client"].close()
+
+
+# ---------------------------------------------------------------------------------------------
+# MCP: one client per server process
+# ---------------------------------------------------------------------------------------------
+
+
+class McpHttpServer:
+    """The MCP server's streamable HTTP transport (token gate included) on 127.0.0.1 in this process."""
+
+    def __init__(self, workspace: str | Path, event_id: str, run_id: str, token: str = "harness-token") -> None:
+        import uvicorn
+
+        from forecast_env.adapters.mcp import HarnessSession, _Gate, build_server
+
+        self.session = HarnessSession(workspace, event_ids=[event_id], run_id=run_id)
+        self.token = token
+        app = build_server(self.session).streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+        self._server = uvicorn.Server(uvicorn.Config(_Gate(app, token), host="127.0.0.1", port=0,
+                                                     log_level="warning", lifespan="on"))
+        self._thread = threading.Thread(target=self._server.run, name="mcp-harness", daemon=True)
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the MCP server did not start")
+            self._thread.join(0.01)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/mcp"
+
+    def stop(self) -> Path:
+        """Stop serving and record the session; returns the run's folder."""
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+        self.session.close()
+        return Path(self.session.run_dir)
+
+
+async def _mcp_play(client: Any, seed: int, between: Callable[[int], Any] | None = None) -> list[tuple[str, str, str]]:
+    """A scripted whole episode over an MCP client; `between(i)` runs before call i (the intruders)."""
+    player = ScriptedPlayer(seed)
+    obs = json.loads((await client.call_tool("observe", {})).content[0].text)
+    transcript = []
+    for i in range(MAX_CALLS):
+        if between is not None:
+            await between(i)
+        tool, args = player.next_call(obs)
+        text = (await client.call_tool(tool, args)).content[0].text
+        transcript.append((tool, json.dumps(args, sort_keys=True), text))
+        reply = json.loads(text)
+        if "question" in reply:
+            obs = reply
+        if tool == "forecast" and "no episodes are left" in str(reply.get("message", "")):
+            break
+    return transcript
+
+
+def check_mcp_one_client(workspace: str | Path, event_id: str, seed: int = 0,
+                         intruders: int = 3) -> dict[str, Any]:
+    """MCP serves one client per process: a first client plays a scripted episode while `intruders` further
+    clients try to start sessions between its calls (each must be refused, HTTP 409); the first's replies
+    and recorded part must equal a solo play of the same seed on a fresh server."""
+    import asyncio
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    def client(url: str, token: str) -> Any:
+        return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0, read=300.0))))
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "intruder", "version": "0"}}}
+
+    def run(intrude: bool) -> tuple[list[tuple[str, str, str]], list[int], Path]:
+        server = McpHttpServer(workspace, event_id, run_id=f"mcp-harness-{os.getpid()}-{int(intrude)}-"
+                                                            f"{time.time_ns() % 10**9}")
+        refused: list[int] = []
+
+        async def between(i: int) -> None:
+            if intrude and i < intruders:
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}",
+                                                       "Accept": "application/json, text/event-stream"}) as h:
+                    refused.append((await h.post(server.url, json=init)).status_code)
+
+        async def main() -> list[tuple[str, str, str]]:
+            async with client(server.url, server.token) as first:
+                return await _mcp_play(first, seed, between)
+
+        try:
+            transcript = asyncio.run(main())
+        finally:
+            run_dir = server.stop()
+        return transcript, refused, run_dir
+
+    solo, _, solo_dir = run(False)
+    together, refused, run_dir = run(True)
+    label = "harness"
+    return {"refused": refused, "same_replies": solo == together,
+            "same_part": (recorded_episode(run_dir, label, event_id, 0) == recorded_episode(solo_dir, label, event_id, 0)),
+            "calls": len(together)}

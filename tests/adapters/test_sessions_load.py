@@ -232,3 +232,15 @@ def test_openenv_cap_refuses_and_a_vanished_client_leaves_an_incomplete_part(mic
     tools = [t["tool"] for t in p["tool_calls"]]
     assert p["complete"] is False and tools[0] == "search" and set(tools[1:]) == {"skip_date"}
     assert all(f.get("missing") for f in p["forecasts"])  # its unplayed dates: missing, never scored
+
+
+# ------------------------------------------------------------------ MCP
+
+
+def test_mcp_refuses_further_clients_while_the_first_plays_on_unharmed(micro_events: Path) -> None:
+    from forecast_env.adapters.harness import check_mcp_one_client
+
+    event_id = load_episodes(micro_events, "eval", None)[0].event_id
+    out = check_mcp_one_client(micro_events, event_id, seed=3, intruders=3)
+    assert out["refused"] == [409, 409, 409]
+    assert out["same_replies"] and out["same_part"] and out["calls"] > 4
