@@ -88,7 +88,7 @@ def real_questions(raw: dict[str, dict], split: str) -> list[QuestionText]:
         if crit and crit != "N/A":
             desc += "\n\n" + str(crit)
         text = str(q.get("question") or "").strip()
-        qs.append(QuestionText(key, text, desc, ("Yes", "No"), first, last))
+        qs.append(QuestionText(key, text, desc, ("Yes", "No"), first, last, first))
         m = _WIN.match(text)
         if q["source"] == "polymarket" and m:
             bundles[m.group("tail").lower()].append((m.group("name"), first, last))
@@ -118,7 +118,7 @@ def dates_cut(qs: list[QuestionText], exposures: dict) -> tuple[int, int, int]:
 def shared_name_pairs(qs: list[QuestionText], exposures: dict, limit: int, rng: random.Random) -> list[tuple]:
     """Pairs (q', q) where q' names one of q's options (bundles) or every key word of q (Yes/No), and the
     rule found no exposure: the population of possible misses."""
-    from forecast_env.envs.exposure import _Index, _segments, ExposureReport, event_settled, stem  # noqa: F401
+    from forecast_env.envs.exposure import ExposureReport, _Index, _segments, event_settled, stem  # noqa: F401
 
     index = _Index(qs, ExposureReport())
     out = []

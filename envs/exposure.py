@@ -62,6 +62,9 @@ _DEADLINE_WORDS = frozenset({"by", "before", "until", "through", "till"})
 #: Words that make what follows hypothetical, not settled.
 CONDITIONAL = frozenset({"if", "whether", "unless", "would", "could", "should", "might", "will", "can",
                          "suppose", "assuming", "hypothetically"})
+#: Words of resolution criteria: a sentence that defines how a question resolves states nothing as settled
+#: (tuned on the design split of the real texts: "... resolves Yes if the PRC has launched an invasion").
+RESOLUTION_WORDS = frozenset({"resolve", "resolves", "resolution", "qualify", "qualifies", "considered", "counts"})
 #: The conditionals that make even a noun cue hypothetical ("if X's win is confirmed"); "will" does not
 #: ("Will President-elect X ...?" presupposes the election).
 HYPOTHETICAL = frozenset({"if", "whether", "unless", "suppose", "assuming", "hypothetically"})
@@ -85,8 +88,12 @@ WIN_NOUNS = frozenset({"win", "victory", "triumph", "election", "reelection", "a
 WIN_VERBS = frozenset({"won", "elected", "reelected", "appointed", "named", "chosen", "selected", "confirmed",
                        "crowned", "inaugurated", "defeated", "clinched", "secured", "became", "triumphed",
                        "prevailed", "succeeded", "nominated", "installed", "sworn", "declared", "picked"})
-_AUX = frozenset({"has", "have", "had", "was", "were", "is", "been", "being", "officially", "already",
+_AUX = frozenset({"has", "have", "had", "was", "were", "been", "being", "officially", "already",
                   "just", "recently", "formally", "finally"})
+#: Verbs that name X chosen only in the passive ("X was appointed"); "X appointed a minister" is X acting.
+_PASSIVE_ONLY = frozenset({"named", "selected", "picked", "chosen", "nominated", "declared", "appointed", "installed",
+                           "confirmed", "elected", "reelected", "sworn", "inaugurated", "crowned"})
+_BE = frozenset({"was", "were", "been", "being"})
 #: Connectives that state what follows as settled: "after X's win", "following X's election".
 SETTLED_LEAD = frozenset({"after", "following", "since", "post", "now"})
 
@@ -196,6 +203,11 @@ class QuestionText:
     options: tuple[str, ...]
     first_day: date  # first eligible day (max(start day, t_all))
     last_day: date  # t_end day - buffer: the last day world mode lists it
+    opened: date | None = None  # the day the question was asked (its start day; None: `first_day`)
+
+    @property
+    def asked(self) -> date:
+        return self.opened if self.opened is not None else self.first_day
 
 
 @dataclass(frozen=True)
@@ -338,7 +350,8 @@ def option_cue(words: Sequence[str], i: int, j: int) -> str | None:
             return " ".join(pre[-2:] + ["<name>"])
         if w1 in ROLE_NOUNS and any(w in NOVELTY for w in pre[-3:-1]):
             return " ".join(pre[-3:] + ["<name>"])
-        if w1 in NOVELTY and w1 not in {"named", "confirmed"}:
+        if w1 in NOVELTY and w1 not in {"new", "winning", "named", "confirmed"}:
+            # bare "new X" is a name ("New England", "New Mexico"); "new CEO X" is the role branch above
             return " ".join(pre[-2:] + ["<name>"])
     # after the name: "X's win", "X won", "X has been named", "X, the winner of"
     if post:
@@ -349,10 +362,10 @@ def option_cue(words: Sequence[str], i: int, j: int) -> str | None:
         while k < len(post) and post[k] in _AUX:
             k += 1
         if k < len(post) and post[k] in WIN_VERBS and not hypothetical(words, i):
-            # a bare "X named ..." / "X picked ..." is X acting, not X chosen, unless a connective settles it
-            acting = k == 0 and post[k] in {"named", "selected", "picked", "chosen", "nominated", "declared",
-                                            "appointed", "installed", "confirmed"}
-            if not acting:
+            # "X appointed a minister" / "X is elected via two rounds" is X acting or a rule, not X chosen:
+            # those verbs count in the passive of a past ("X was elected", "X has been named")
+            acting = post[k] in _PASSIVE_ONLY and not (_BE & set(post[:k]))
+            if not acting or any(w in SETTLED_LEAD for w in pre):
                 return " ".join(["<name>"] + post[: k + 2])
         if post[0] == "the" and len(post) > 1 and (post[1] in RESULT_NOUNS or post[1] in NOVELTY
                                                    or post[1] in {"reigning", "defending"}):
@@ -367,10 +380,11 @@ def event_settled(sent: Sequence[str], key: _EventKey, have: set[str] | None = N
         have = {stem(w) for w in sent}
     if not key.stems <= have:
         return None
+    have_words = set(sent)
     for pos, w in enumerate(sent):
         for t in key.terms:
             if is_past_of(w, t) or (w == t and pos >= 2 and (sent[pos - 2], sent[pos - 1]) in NEGATED):
-                if hypothetical(sent, pos):
+                if hypothetical(sent, pos, CONDITIONAL, 10) or RESOLUTION_WORDS & have_words:
                     return None
                 lo, hi = max(0, pos - 6), min(len(sent), pos + 6)
                 return " ".join(sent[lo:hi])
@@ -410,6 +424,7 @@ class _Index:
     def __init__(self, questions: Sequence[QuestionText], report: ExposureReport) -> None:
         self.by_words: dict[tuple[str, ...], list[_OptionKey]] = defaultdict(list)
         self.n_keys: dict[str, int] = {}
+        self.asked: dict[str, date] = {q.event_id: q.asked for q in questions}
         self.event_by_stem: dict[str, list[_EventKey]] = defaultdict(list)
         event_keys = []
         for q in questions:
@@ -473,6 +488,9 @@ def _exposures_in(qp: QuestionText, day: date, index: _Index, pairs: set[tuple[s
                     if ek.event_id == qp.event_id or ek.event_id in out:
                         continue
                     pairs.add((qp.event_id, ek.event_id))
+                    if any(w.isdigit() and len(w) == 4 and 1900 <= int(w) < index.asked[ek.event_id].year
+                           for w in sent):
+                        continue  # the sentence dates what it recounts before the question was asked: history
                     words = event_settled(sent, ek, seen_stems)
                     if words is not None:
                         out[ek.event_id] = ("event", where, words, ())
@@ -491,7 +509,9 @@ def find_exposures(questions: Iterable[QuestionText], progress: bool = False) ->
     """Each event's first exposure by another visible question (see the module docstring).
 
     Label-free: only the texts and the days they are shown enter. An exposing question's text is
-    read as of each day its description can change; the first day it exposes q counts.
+    read as of each day its description can change; the first day it exposes q counts, provided that
+    text was first shown on or after the day q was asked (`QuestionText.asked`): a text older than
+    the question recounts history ("no country has ever left NATO"), not the question's outcome.
     """
     qs = list(questions)
     report = ExposureReport(texts=len(qs))
@@ -508,18 +528,29 @@ def find_exposures(questions: Iterable[QuestionText], progress: bool = False) ->
         final = _exposures_in(qp, qp.last_day, index, pairs)
         if not final:
             continue
-        pending = dict(final)
-        for day in _change_days(qp) + [qp.last_day]:
-            if not pending:
-                break
-            now = final if day == qp.last_day else _exposures_in(qp, day, index, set())
-            for q in [q for q in pending if q in now]:
+        # each distinct text the exposer shows, from the first day it is shown; a text shown before q was asked
+        # recounts history, not q's outcome (q's event lies after its question was asked), so it never counts
+        prev: str | None = None
+        done: set[str] = set()
+        older: dict[str, set[tuple[str, str]]] = defaultdict(set)  # q -> what the exposer said before q was asked
+        for day in _change_days(qp):
+            desc = description_as_of(qp.description, day)
+            if desc == prev:
+                continue
+            prev = desc
+            now = _exposures_in(qp, day, index, set())
+            for q in now:
                 rule, where, words, opts = now[q]
+                if q in done or (where, words) in older[q]:
+                    continue
+                if day < index.asked[q]:
+                    older[q].add((where, words))
+                    continue
+                done.add(q)
                 e = Exposure(q, day, qp.event_id, rule, where, words, opts)
                 old = report.exposures.get(q)
                 if old is None or (e.day, e.by) < (old.day, old.by):
                     report.exposures[q] = e
-                del pending[q]
     report.candidate_pairs = len(pairs)
     return report
 
@@ -592,7 +623,7 @@ def _stored_visible(ws: Workspace, prefix: str, buffer_days: int) -> tuple[list[
         if first is None or r["end_day"] is None:
             continue
         out.append(QuestionText(r["event_id"], r["question"] or "", r["description"] or "", tuple(r["options"] or []),
-                                first, r["end_day"] - timedelta(days=buffer_days)))
+                                first, r["end_day"] - timedelta(days=buffer_days), r["start_day"]))
     return out, ev
 
 
@@ -611,8 +642,8 @@ def cut_exposed(run: BuildRun, ws: Workspace, kept: list[tuple[Candidate, Schedu
         return kept, {}
     buffer = int(sc["buffer_days"])
     prefix = SOURCE_PREFIX[run.source]
-    own = [QuestionText(c.event_id, c.question, c.description or "", tuple(c.options), s.grid[0], s.grid[-1])
-           for c, s in kept if s.grid]
+    own = [QuestionText(c.event_id, c.question, c.description or "", tuple(c.options), s.grid[0], s.grid[-1],
+                        c.start_day) for c, s in kept if s.grid]
     others, _ = _stored_visible(ws, prefix, buffer)
     report = find_exposures(own + others, progress=progress)
     out: list[tuple[Candidate, Schedule]] = []

@@ -320,3 +320,19 @@ def test_another_source_added_later_cuts_stored_events(siblings, tmp_path: Path)
     after = sched2.filter(pl.col("event_id") == multi["event_id"])
     assert after.height == 1 and after["bin_last"].max() < cut_day
     assert r["steps_total"] == multi["steps_total"]
+
+
+def test_a_text_older_than_the_question_recounts_history() -> None:
+    """A background paragraph written before q was asked ("no country has ever left NATO") is not q's outcome."""
+    q = Q("n", "Will any country leave NATO in 2026?", ["Yes", "No"], first=date(2026, 1, 10))
+    old = Q("m", "Will the alliance grow?", ["Yes", "No"], first=date(2025, 6, 1),
+            description="History: no country has ever left NATO since its founding.")
+    assert exposed(q, old) == {}
+    # the same words in a question asked after q opened do count
+    new = Q("k", "Will the alliance grow?", ["Yes", "No"], first=date(2026, 1, 20),
+            description="After one country left NATO in January, members met.")
+    assert exposed(q, new)["n"].day == date(2026, 1, 20)
+    # an old question whose dated update, shown after q was asked, states it counts from that update
+    upd = Q("u", "Will the alliance grow?", ["Yes", "No"], first=date(2025, 6, 1), last=date(2026, 6, 1),
+            description="Background.\n\nUpdate (2026-02-03): one country left NATO on February 2.")
+    assert exposed(q, upd)["n"].day == date(2026, 2, 3)
