@@ -325,8 +325,10 @@ class ForecastVerifiersEnv(vf.Env[ForecastEnvConfig]):
     @property
     def run_dir(self) -> Path:
         """Where this environment's rollouts are recorded (`WS/runs/<run_id>`)."""
+        from forecast_env.eval.runs import Run
+
         cfg = self.taskset.config.task
-        return Path(cfg.workspace) / "runs" / cfg.run_id
+        return Run(cfg.workspace, cfg.run_id).dir
 
 
 __all__ = ["ForecastHarness", "ForecastTaskset", "ForecastVerifiersEnv", "load_environment"]

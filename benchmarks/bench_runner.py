@@ -41,6 +41,7 @@ def main() -> None:
     args = ap.parse_args()
     from forecast_env.envs.forecast_env import load_episodes
     from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs import read_record
 
     ws = Path(args.workspace) if args.workspace else build(args.preset, Path(args.root))
     ids = [e.event_id for e in load_episodes(ws, "eval")][: args.events]
@@ -52,7 +53,7 @@ def main() -> None:
             t0 = time.perf_counter()
             run_dir = run_benchmark(ws, [agent], run_id=run_id, workers=w, event_ids=ids, progress=False)
             wall = time.perf_counter() - t0
-            rec = json.loads((run_dir / "run.json").read_text())
+            rec = read_record(run_dir)
             n = rec["episodes_done"]
             results.append({"agent": agent, "workers": w, "episodes": n, "wall_s": round(wall, 2),
                             "episodes_per_s": round(n / wall, 3), "brier": rec["summary"][0]["brier"]})

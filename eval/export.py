@@ -38,6 +38,7 @@ import polars as pl
 
 from forecast_env.config import load_config
 from forecast_env.errors import RunError
+from forecast_env.eval.runs import read_record
 from forecast_env.store import Workspace, atomic_write_text
 
 FORMATS = ("hf", "parquet", "jsonl")
@@ -314,7 +315,7 @@ def trajectory_rows(run_dir: Path, split_ids: set[str], include_text: bool, tool
     path = run_dir / "trajectories.jsonl"
     if not path.exists():
         raise RunError(f"{run_dir}: no trajectories.jsonl; is this a finished run directory?")
-    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    meta = read_record(run_dir, missing_ok=True)
     world = meta.get("mode") == "world"
     labels = {}
     if (run_dir / "events.parquet").exists():

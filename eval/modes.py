@@ -27,6 +27,7 @@ from forecast_env.enums import PLAY_MODES
 from forecast_env.errors import RunError
 from forecast_env.eval import metrics
 from forecast_env.eval.bootstrap import clustered_mean
+from forecast_env.eval.runs import read_record
 
 MODES = PLAY_MODES
 #: environment settings that change what an agent can see or how it is scored; both runs must agree on
@@ -82,8 +83,8 @@ def incompatibility(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
 
 def _read_meta(run_dir: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((run_dir / "run.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        return read_record(run_dir)
+    except RunError:
         return None
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from forecast_env.errors import RunError
+from forecast_env.eval.runs import read_record
 from forecast_env.store import Workspace, atomic_write_json, package_versions
 
 RELEASE_VERSION = 1
@@ -118,10 +119,7 @@ def score_run(release: str | Path, run_dir: str | Path, out: str | Path | None =
     """Check that the run was made against the release, then write its report; returns the report paths."""
     rel = load_release(release)
     run_dir = Path(run_dir)
-    try:
-        run = json.loads((run_dir / "run.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunError(f"{run_dir}: no readable run.json ({exc})") from exc
+    run = read_record(run_dir)
     diff = differences(rel, run)
     if diff:
         raise RunError(f"run {run.get('run_id')} was not made against release {rel.release_id}: " + "; ".join(diff))

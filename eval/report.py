@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 from collections.abc import Mapping
 from datetime import date
@@ -25,6 +24,7 @@ from forecast_env.eval import metrics
 from forecast_env.eval.calibration import decompose
 from forecast_env.eval.evidence import evidence_diagnostics, world_evidence_diagnostics
 from forecast_env.eval.modes import check_companion, compare_modes, find_companion, run_mode
+from forecast_env.eval.runs import read_record
 from forecast_env.eval.skill import date_scores, skill_leaderboard
 from forecast_env.store import atomic_write_json, atomic_write_text
 
@@ -42,7 +42,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     if not (run_dir / "forecasts.parquet").exists():
         raise RunError(f"{run_dir}: no forecasts.parquet; is this a run directory (WS/runs/<run_id>)? "
                        "Create one with `forecast-env run`")
-    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    meta = read_record(run_dir, missing_ok=True)
     forecasts = pl.read_parquet(run_dir / "forecasts.parquet")
     events = pl.read_parquet(run_dir / "events.parquet") if (run_dir / "events.parquet").exists() else None
     market = pl.read_parquet(run_dir / "market.parquet") if (run_dir / "market.parquet").exists() else None

@@ -85,6 +85,8 @@ STATUSES: tuple[str, ...] = ("running", "complete", "incomplete")
 IfExists = Literal["restart", "join", "refuse"]
 #: The version of a part file's layout.
 PART_VERSION = 1
+#: The run's record, in its folder.
+RECORD = "run.json"
 #: The consolidated files the run's manifest lists.
 RUN_TABLES: tuple[str, ...] = ("forecasts.parquet", "tool_calls.parquet", "notebook.parquet", "trajectories.jsonl",
                                "events.parquet", "market.parquet")
@@ -247,6 +249,19 @@ def open_run(workspace: str | Path | Workspace, record: Mapping[str, Any], *, ru
 # ---------------------------------------------------------------------------------------------
 
 
+def read_record(run_dir: str | Path, missing_ok: bool = False) -> dict[str, Any]:
+    """The record (`run.json`) of the run in `run_dir`, which may lie outside a workspace (a copied run);
+    `{}` when it has none and `missing_ok`; RunError when it is missing or unreadable otherwise."""
+    path = Path(run_dir) / RECORD
+    if missing_ok and not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: no readable run record ({exc}); is {Path(run_dir)} a run directory "
+                       "(WS/runs/<run_id>)?") from exc
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", name)[:120] or "_"
 
@@ -286,17 +301,14 @@ class Run:
 
     @property
     def record_path(self) -> Path:
-        return self.dir / "run.json"
+        return self.dir / RECORD
 
     def exists(self) -> bool:
         return self.record_path.exists()
 
     def read_record(self) -> dict[str, Any]:
         """The run's `run.json` (RunError when it is missing or unreadable)."""
-        try:
-            return json.loads(self.record_path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunError(f"{self.record_path}: no readable run record ({exc}); choose a new run id") from exc
+        return read_record(self.dir)
 
     def _write_record(self, rec: Mapping[str, Any]) -> None:
         # the one place that writes run.json (JSON-normalized, so a reread compares equal)

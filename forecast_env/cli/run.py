@@ -70,13 +70,12 @@ def run_cmd(args: argparse.Namespace) -> int:
                             progress=not args.no_progress, event_ids=events, env_config=env_cfg, mode=args.mode,
                             world_start=args.start, world_end=args.end)
     if args.no_progress:  # the runner prints its summary table only with progress on
-        import json
-
         import polars as pl
 
         from forecast_env.eval.runner import format_summary
+        from forecast_env.eval.runs import read_record
 
-        rec = json.loads((run_dir / "run.json").read_text())
+        rec = read_record(run_dir)
         print(format_summary(pl.DataFrame(rec["summary"]), rec))
     print(f"run directory: {run_dir}")
     print(f"next: forecast-env report --run {run_dir}")
