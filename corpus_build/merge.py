@@ -169,22 +169,20 @@ class Order:
 
 def read_order(keys: Sequence[Path]) -> Order:
     """Read the order columns of every sidecar and number the articles in visibility order."""
-    frames, sizes, names = [], [], set()
+    # file names first (one small column), so each part's order columns are slimmed as they are read
+    names: set[str] = set()
     for path in keys:
-        t = pq.read_table(path, columns=list(ORDER_COLUMNS))
-        names.update(pc.unique(t["warc_file"]).to_pylist())
-        frames.append(t)
-        sizes.append(t.num_rows)
+        names.update(n for n in pc.unique(pq.read_table(path, columns=["warc_file"])["warc_file"]).to_pylist() if n is not None)
     # a file name as its rank among all names: the same order as the name, four bytes a row
-    name_rank = {n: i for i, n in enumerate(sorted(n for n in names if n is not None))}
-    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
-    slim = []
-    for t in frames:
-        df = pl.from_arrow(t)
+    name_rank = {n: i for i, n in enumerate(sorted(names))}
+    slim, sizes = [], []
+    for path in keys:
+        df = pl.from_arrow(pq.read_table(path, columns=list(ORDER_COLUMNS)))
+        sizes.append(df.height)
         slim.append(df.select(
             "doc_id", pl.col("warc_file").replace_strict(name_rank, default=None, return_dtype=pl.UInt32).alias("fr"),
             "warc_offset", pl.col("v").cast(pl.Int64), pl.col("t_crawl").cast(pl.Int64), "day"))
-    del frames
+    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
     empty = {"doc_id": pl.Utf8, "fr": pl.UInt32, "warc_offset": pl.Int64, "v": pl.Int64, "t_crawl": pl.Int64,
              "day": pl.Date}
     df = pl.concat(slim) if slim else pl.DataFrame(schema=empty)

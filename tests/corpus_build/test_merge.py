@@ -254,7 +254,7 @@ def test_dedup_passes_never_read_a_body(planted: list[PartFiles], tmp_path: Path
     for caller in ("read_order", "find_pairs"):
         for name, cols in by_caller[caller]:
             assert name.startswith("keys-") and cols is not None and not (set(cols) & text), (caller, cols)
-    assert {c for _, c in by_caller["read_order"]} == {merge.ORDER_COLUMNS}
+    assert {c for _, c in by_caller["read_order"]} == {("warc_file",), merge.ORDER_COLUMNS}
     # the dedup drops read only the position columns of the parts
     assert by_caller["_dedup_drops"] == {("articles.parquet", ("doc_id", "url", "warc_file", "warc_offset"))}
     readers_of_text = {caller for caller, name, cols in reads if name.endswith(".articles.parquet")
