@@ -283,3 +283,15 @@ def test_empty_parts(tmp_path: Path) -> None:
     got, res = _out_of_core(parts, tmp_path / "ooc")
     _assert_same(got, ref)
     assert res.articles.num_rows == 0 and res.dropped.num_rows == 1
+
+
+def test_merge_estimate_is_bounded_by_the_task_size() -> None:
+    from forecast_env.corpus_build.rates import MERGE_SECONDS_PER_MILLION, merge_estimate
+
+    small, big = merge_estimate(1_000_000), merge_estimate(20_000_000, workers=16)
+    assert small["estimate"] and "RESULTS.md" in small["source"]
+    assert small["cpu_hours"] == round(sum(MERGE_SECONDS_PER_MILLION.values()) / 3600, 3)
+    assert big["cpu_hours"] == pytest.approx(20 * small["cpu_hours"], rel=1e-2)
+    assert big["wall_hours"] < big["cpu_hours"] and big["disk_bytes"] == 20 * small["disk_bytes"]
+    # memory: 20x the articles, far less than 20x the peak (partitions bound the pair tasks)
+    assert big["peak_memory_bytes"] < 10 * small["peak_memory_bytes"]
