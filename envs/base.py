@@ -12,6 +12,7 @@ lets the mode mark what was due missing (`_skip`), and observes the same way.
 The hooks a mode implements:
 
     _finished() -> bool                       no episode in progress (step() refuses)
+    _check_args(parsed) -> dict               (optional) the arguments checked; default: `tools.check_args`
     _call_step() -> int                       the step number a call's row carries
     _row_id() -> str                          the id rows carry (the event id, the world id)
     _run_tool(tool, args) -> (result, reward, message)
@@ -140,8 +141,7 @@ class BaseEnv(gym.Env):
         try:
             parsed = tools.parse_action(action, self.config["max_action_chars"], self.TOOL_NAMES)
             tool, telemetry, args = parsed.tool, parsed.telemetry, parsed.args
-            args = tools.check_args(parsed, self.config["max_k"], self.config["search_k"],
-                                    self.config["search_mode"], world=self.WORLD_ARGS)
+            args = self._check_args(parsed)
             result, reward, message = self._run_tool(tool, args)
         except (tools.ActionError, NotebookError) as exc:
             error, kind = str(exc), "invalid_action"
@@ -197,6 +197,11 @@ class BaseEnv(gym.Env):
         return -float(np.mean(briers)) if briers else 0.0
 
     # -- the hooks --------------------------------------------------------------------------------
+
+    def _check_args(self, parsed: tools.ParsedAction) -> dict[str, Any]:
+        """The checked, completed arguments of a parsed call (ActionError when they do not fit its spec)."""
+        return tools.check_args(parsed, self.config["max_k"], self.config["search_k"], self.config["search_mode"],
+                                world=self.WORLD_ARGS)
 
     def _finished(self) -> bool:
         raise NotImplementedError
