@@ -9,7 +9,7 @@ answered), so that the same checks and the same benchmark run against both:
 - `check_isolation`: every (unit, seed) played alone, then all of them at once: each session's replies and
   its recorded part must be identical to its solo play (0 cross-talk).
 - `run_load`: many sessions playing whole units concurrently: steps/s, p50 / p99 step latency.
-- `churn`: sessions opened and closed in turn; resident memory sampled (growth after warm-up).
+- `churn`: sessions opened and closed in turn; private resident memory sampled (growth after warm-up).
 - `recorded_episode`: a part as the comparison reads it (rollout numbers, timings and ids dropped).
 
 The fault checks specific to a server (idle timeout with an injectable clock, the session cap, retried
@@ -224,12 +224,15 @@ def check_isolation(driver: Driver, jobs: Sequence[tuple[Unit, int]], concurrenc
 
 
 def resident_mb() -> float:
-    """This process's resident memory in MB (/proc/self/statm)."""
+    """This process's private resident memory in MB (`RssAnon` of /proc/self/status): the heap, without the
+    memory-mapped index pages, which are page cache that grows with the articles read and is shared."""
     try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1e3
     except (OSError, ValueError, IndexError):
-        return 0.0
-    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+        pass
+    return 0.0
 
 
 def churn(driver: Driver, units: Sequence[Unit], n: int, concurrency: int = 1, calls: int = 1,

@@ -7,12 +7,12 @@ load, through the one harness of the tests (adapters/harness.py), with big count
 WS is an events-built workspace (e.g. the `micro` world: synth, corpus build, index build, events build).
 Per server:
 
-1. memory per session: resident memory with `--sessions` sessions open (opened, not played; each its own
+1. memory per session: private resident memory (RssAnon) with `--sessions` sessions open (opened, not played; each its own
    environment) minus before (one session opened and closed first: the shared searcher is open);
 2. isolation + load: `--sessions` jobs (units in turn, each its own seed) played alone one after another,
    then all at once, one client thread each: steps/s, p50 / p99 step latency of the concurrent play,
    and cross-talk (sessions whose replies or recorded part differ from their solo play: must be 0);
-3. churn: `--churn` sessions opened, played one call and closed, 8 at a time: resident memory sampled
+3. churn: `--churn` sessions opened, played one call and closed, 8 at a time: private memory sampled
    every 500 (growth = last sample minus the sample after the first 1,000, the warm-up), and the open
    sessions left (must be 0).
 
