@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forecast_env.adapters.limits import ToolCallError, check_tool_call
+from forecast_env.adapters.limits import MAX_ARGUMENT_BYTES, ToolCallError, check_tool_call
 from forecast_env.config import load_config
 from forecast_env.errors import RunError
 
@@ -239,6 +239,20 @@ class UnitSession:
             done = self._unit_done()
             text = self._compact(obs, done) if compact else obs
             return Reply(text=text, observation=obs, error=bool(info.get("error")), done=done)
+
+    def act(self, action: Any) -> Reply:
+        """Play one raw action as the environment takes it (a tool-call object, or its JSON text); anything
+        else is the environment's invalid action (an error observation counted against the date's budget).
+        The reply is the full observation."""
+        with self._lock:
+            if self.done:
+                return self._error(self._over())
+            size = len(json.dumps(action, default=str).encode())
+            if size > MAX_ARGUMENT_BYTES:
+                return self._error(f"the action is {size:,} bytes; the limit is {MAX_ARGUMENT_BYTES:,}")
+            obs, _reward, _term, _trunc, info = self.env.step(action)
+            self.observation = obs
+            return Reply(text=obs, observation=obs, error=bool(info.get("error")), done=self._unit_done())
 
     def finish(self, messages: Any = None) -> UnitResult:
         """Close the session: the empty report for its unforecast dates (the uniform fallback), then its part.
