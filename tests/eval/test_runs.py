@@ -172,3 +172,14 @@ def test_run_context_crosses_processes(ws):
         ctx.agent("nobody")
     with pytest.raises(AttributeError):
         ctx.seed = 1  # type: ignore[misc]
+
+
+def test_read_record(ws, tmp_path):
+    run = runs.open_run(ws, _record(ws), run_id="readable")
+    assert runs.read_record(run.dir) == run.read_record() and run.read_record()["status"] == "running"
+    assert runs.read_record(tmp_path, missing_ok=True) == {}
+    with pytest.raises(RunError, match="no readable run record"):
+        runs.read_record(tmp_path)
+    (tmp_path / "run.json").write_text("{not json")
+    with pytest.raises(RunError, match="no readable run record"):
+        runs.read_record(tmp_path, missing_ok=True)
