@@ -23,7 +23,7 @@ import re
 
 import lxml.etree
 
-__all__ = ["article_body", "block_text", "own_body", "text_of", "trafilatura_body"]
+__all__ = ["BODY_MODES", "article_body", "block_text", "own_body", "text_of", "trafilatura_body"]
 
 #: Subtrees that are never body text.
 BOILER_TAGS = frozenset({
@@ -409,11 +409,24 @@ def trafilatura_body(html: str, url: str) -> str:
     return "\n\n".join(line for line in (text or "").split("\n") if line.strip())
 
 
-def article_body(tree, html: str, url: str, use_fallback: bool = True) -> str:
-    """The page's article body (tree: our parse of html): ours when trustworthy, else trafilatura's
-    when it finds more."""
+#: How the body is chosen (`extract_page(..., body_mode=)`; benchmarks/RESULTS.md says why the default).
+BODY_MODES = ("own", "trafilatura", "longer")
+
+
+def article_body(tree, html: str, url: str, use_fallback: bool = True, body_mode: str = "own") -> str:
+    """The page's article body (tree: our parse of html).
+
+    ``own``: ours when trustworthy, else trafilatura's when it finds more. ``trafilatura``: trafilatura's
+    full extraction on every page, ours where it finds nothing. ``longer``: both on every page, and
+    trafilatura's replaces ours when it is `HANDOFF_GAIN` times longer (ours leaves out paragraphs
+    more often than it takes in boilerplate)."""
+    if body_mode not in BODY_MODES:
+        raise ValueError(f"body_mode {body_mode!r}: choose one of {', '.join(BODY_MODES)}")
+    if body_mode == "trafilatura":
+        alt = trafilatura_body(html, url)
+        return alt if alt.strip() else own_body(tree)[0]
     text, trusted = own_body(tree)
-    if trusted or not use_fallback:
+    if body_mode == "own" and (trusted or not use_fallback):
         return text
     alt = trafilatura_body(html, url)
     return alt if len(alt) > HANDOFF_GAIN * len(text) else text

@@ -317,8 +317,9 @@ def strip_site_suffix(title: str | None, site_names: list[str]) -> str | None:
     return title
 
 
-def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> Extracted:
-    """Parse one HTML page once and extract text fields, canonical link and timestamp candidates."""
+def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True, body_mode: str = "own") -> Extracted:
+    """Parse one HTML page once and extract text fields, canonical link and timestamp candidates
+    (`body_mode`: how the body is chosen, `corpus_build.body.article_body`)."""
     tree = _parse(html)
     if tree is None:
         u = url_date(url)
@@ -424,7 +425,8 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True) -> 
         _clean_inline(description) or _clean_inline(og_description) or _clean_inline(twitter_description)
     )
 
-    body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback))
+    body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback,
+                                             body_mode=body_mode))
 
     if not any(ch.isalnum() for ch in body):
         body = ""

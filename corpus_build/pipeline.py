@@ -57,9 +57,10 @@ EXECUTION_KEYS = ("execution", "source")  # source: where files are served from 
 #: holds, so the corpus snapshot id leaves them out (the index has its own hash).
 INDEX_KEYS = ("embed", "index", "retrieval")
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 6  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
+PART_VERSION = 7  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
 # 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
-# 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc
+# 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc;
+# 7: quality profiles (news | paper), FineWeb line rules on non-empty lines, Gopher distinct stop words
 
 _WORKER: dict[str, Any] = {}
 
@@ -76,14 +77,24 @@ def make_doc_id(record_id: str | None, url: str | None, crawl_time: datetime | N
 
 
 def per_file_config_hash(cfg: dict[str, Any]) -> str:
-    """Hash of the config keys that the per-WARC stages read."""
-    return config_hash({k: cfg.get(k) for k in PER_FILE_KEYS})
+    """Hash of the config keys that the per-WARC stages read (quality: the resolved thresholds)."""
+    return config_hash({**{k: cfg.get(k) for k in PER_FILE_KEYS}, "quality": _resolved_quality(cfg)})
+
+
+def _resolved_quality(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The quality thresholds the build uses (profile table + explicit overrides), not the raw section."""
+    from forecast_env.corpus_build.quality import resolve_quality
+
+    return resolve_quality(cfg.get("quality"))
 
 
 def snapshot_config_hash(cfg: dict[str, Any]) -> str:
     """Hash of the config minus execution settings (workers and engine do not change a corpus) and the
     index and search settings (embedding, IVF, BM25 and fusion parameters do not either)."""
-    return config_hash({k: v for k, v in cfg.items() if k not in EXECUTION_KEYS + INDEX_KEYS})
+    kept = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS + INDEX_KEYS}
+    if "quality" in kept:
+        kept["quality"] = _resolved_quality(cfg)
+    return config_hash(kept)
 
 
 def _as_date(value: Any) -> date | None:

@@ -22,14 +22,20 @@ from forecast_env.errors import ConfigError
 from forecast_env.schema import CORPUS_REASONS
 
 __all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "PROFILE_NAMES",
     "STOP_WORDS",
     "C4Filter",
     "FilterResult",
     "FineWebFilter",
     "GopherQualityFilter",
     "GopherRepetitionFilter",
+    "active_profile",
     "apply_filters",
     "build_filters",
+    "profile_verdicts",
+    "resolve_quality",
     "sent_tokenize",
     "word_tokenize",
 ]
@@ -115,6 +121,7 @@ class GopherQualityFilter:
         max_non_alpha_words_ratio: float | None = 0.8,
         min_stop_words: int | None = 2,
         stop_words: tuple[str, ...] | list[str] | None = None,
+        alpha_ratio_of: str = "all_tokens",
     ):
         self.min_doc_words = min_doc_words
         self.max_doc_words = max_doc_words
@@ -126,6 +133,11 @@ class GopherQualityFilter:
         self.max_non_alpha_words_ratio = max_non_alpha_words_ratio
         self.min_stop_words = min_stop_words
         self.stop_words = frozenset(STOP_WORDS if stop_words is None else stop_words)
+        if alpha_ratio_of not in ("all_tokens", "words"):
+            raise ConfigError(f"quality.gopher_quality.alpha_ratio_of: {alpha_ratio_of!r}; choose all_tokens or words")
+        #: datatrove divides by every token, punctuation tokens included ("all_tokens": "$", "%", "," and
+        #: "(" count as words without a letter); "words" divides by the non-symbol words only.
+        self.alpha_ratio_of = alpha_ratio_of
 
     def filter(self, text: str) -> FilterResult:
         words = word_tokenize(text)
@@ -158,12 +170,14 @@ class GopherQualityFilter:
             if ratio > self.max_ellipsis_lines_ratio:
                 return _drop("gopher_ellipsis_lines", f"ratio={ratio:.3f}", text)
         if self.max_non_alpha_words_ratio:
-            ratio = sum(any(c.isalpha() for c in w) for w in words) / n_words
+            pool = words if self.alpha_ratio_of == "all_tokens" else non_symbol
+            ratio = sum(any(c.isalpha() for c in w) for w in pool) / len(pool)
             if ratio < self.max_non_alpha_words_ratio:
                 return _drop("gopher_alpha_words", f"alpha_ratio={ratio:.3f}", text)
         if self.min_stop_words:
-            # datatrove compares tokens as they are (case-sensitive).
-            n_stop = sum(w in self.stop_words for w in words)
+            # datatrove counts the distinct stop words present (`len(stop_words & set(words))`),
+            # case-sensitive: "The" at a sentence start is not "the".
+            n_stop = len(self.stop_words.intersection(words))
             if n_stop < self.min_stop_words:
                 return _drop("gopher_stop_words", f"stop_words={n_stop}", text)
         return FilterResult(True, None, None, text)
@@ -348,8 +362,16 @@ class FineWebFilter:
         short_line_length: int = 30,
         char_duplicates_ratio: float = 0.01,
         new_line_ratio: float = 0.3,
+        newlines_of_blank_lines: bool = True,
+        line_end_chars: str = ".'\"!?",
     ):
         self.line_punct_thr = line_punct_thr
+        #: the characters a line may end with to count as ending in terminal punctuation (datatrove's
+        #: FineWeb: . ' " ! ?); typographic closing quotes and brackets after a full stop are not among them.
+        self.line_end_chars = tuple(line_end_chars)
+        #: datatrove counts every "\n" of the text for the newline ratio, those of the blank lines between
+        #: paragraphs too (our bodies separate paragraphs with a blank line); False counts line breaks only.
+        self.newlines_of_blank_lines = newlines_of_blank_lines
         self.line_punct_exclude_zero = line_punct_exclude_zero
         self.short_line_thr = short_line_thr
         self.short_line_length = short_line_length
@@ -357,20 +379,24 @@ class FineWebFilter:
         self.new_line_ratio = new_line_ratio
 
     def filter(self, text: str) -> FilterResult:
-        lines = text.split("\n")
-        ratio = sum(1 for line in lines if line.endswith((".", "'", '"', "!", "?"))) / len(lines)
-        if ratio <= self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
+        # as datatrove: the line rules look at non-empty lines only (a blank line between paragraphs is
+        # neither a line without terminal punctuation nor a short line), and thresholds are strict.
+        lines = [line for line in text.split("\n") if line.strip()]
+        if not lines:
+            return _drop("fineweb_punct_lines", "ratio=0.000 (no lines)", text)
+        ratio = sum(1 for line in lines if line.endswith(self.line_end_chars)) / len(lines)
+        if ratio < self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
             return _drop("fineweb_punct_lines", f"ratio={ratio:.3f}", text)
         ratio = sum(1 for line in lines if len(line) <= self.short_line_length) / len(lines)
-        if ratio >= self.short_line_thr:
+        if ratio > self.short_line_thr:
             return _drop("fineweb_short_lines", f"ratio={ratio:.3f}", text)
-        non_empty = [line for line in lines if line.strip()]
         n_chars = len(text.replace("\n", "")) or 1
-        ratio = _find_duplicates(non_empty)[1] / n_chars
-        if ratio >= self.char_duplicates_ratio:
+        ratio = _find_duplicates(lines)[1] / n_chars
+        if ratio > self.char_duplicates_ratio:
             return _drop("fineweb_dup_line_chars", f"ratio={ratio:.4f}", text)
         n_words = len(word_tokenize(text)) or 1
-        ratio = text.count("\n") / n_words
+        newlines = text.count("\n") if self.newlines_of_blank_lines else len(lines) - 1
+        ratio = newlines / n_words
         if ratio > self.new_line_ratio:
             return _drop("fineweb_newline_ratio", f"ratio={ratio:.3f}", text)
         return FilterResult(True, None, None, text)
@@ -384,26 +410,104 @@ _FILTERS = (
 )
 
 
-def build_filters(quality_cfg: dict) -> list[DocumentFilter]:
-    """Filters from the `quality` config section, in order Gopher quality, repetition, C4, FineWeb."""
-    quality_cfg = quality_cfg or {}
-    unknown = set(quality_cfg) - {name for name, _ in _FILTERS}
+#: The quality profiles (docs/corpus_quality.md). `paper`: datatrove's FineWeb defaults, the thresholds
+#: the paper's corpus was built with (replication). `news`: the same filters with the rules that drop
+#: real news articles (number-heavy reports, short wire items, repeated bylines or captions) relaxed,
+#: tuned on the tuning sets named in benchmarks/RESULTS.md and measured on held-out pages.
+PROFILES: dict[str, dict[str, dict]] = {
+    "paper": {
+        "gopher_quality": {
+            "enabled": True, "min_doc_words": 50, "max_doc_words": 100_000, "min_avg_word_length": 3,
+            "max_avg_word_length": 10, "max_symbol_word_ratio": 0.1, "max_bullet_lines_ratio": 0.9,
+            "max_ellipsis_lines_ratio": 0.3, "max_non_alpha_words_ratio": 0.8, "min_stop_words": 2,
+            "alpha_ratio_of": "all_tokens",
+        },
+        "gopher_repetition": {
+            "enabled": True, "dup_line_frac": 0.3, "dup_para_frac": 0.3, "dup_line_char_frac": 0.2,
+            "dup_para_char_frac": 0.2, "top_n_grams": [[2, 0.2], [3, 0.18], [4, 0.16]],
+            "dup_n_grams": [[5, 0.15], [6, 0.14], [7, 0.13], [8, 0.12], [9, 0.11], [10, 0.1]],
+        },
+        "c4": {
+            "enabled": True, "max_word_length": 1000, "min_words_per_line": 3, "min_sentences": 5,
+            "filter_javascript": True, "filter_policy": True, "filter_lorem_ipsum": True,
+            "filter_curly_bracket": True, "remove_citations": True, "filter_no_terminal_punct": False,
+        },
+        "fineweb": {
+            "enabled": True, "line_punct_thr": 0.12, "line_punct_exclude_zero": False, "short_line_thr": 0.67, "short_line_length": 30,
+            "char_duplicates_ratio": 0.01, "new_line_ratio": 0.3, "newlines_of_blank_lines": True,
+            "line_end_chars": ".'\"!?",
+        },
+    },
+}
+PROFILES["news"] = {
+    # numbers, currency and scores are words here: the share is taken over non-symbol words, not over
+    # every token ("$", "%", "(" and "," are tokens too in datatrove's count), and a lower share passes
+    "gopher_quality": {**PROFILES["paper"]["gopher_quality"], "max_non_alpha_words_ratio": 0.55,
+                       "alpha_ratio_of": "words"},
+    "gopher_repetition": {**PROFILES["paper"]["gopher_repetition"]},
+    # short wire items have 3-4 sentences; a "{" in a body is a code sample or a formula, not a script
+    "c4": {**PROFILES["paper"]["c4"], "min_sentences": 3, "filter_curly_bracket": False},
+    # a repeated caption, byline or "Advertisement" line is not a repeated document; a line ending in a
+    # closing typographic quote or bracket ends a sentence; blank lines between paragraphs are no lines
+    "fineweb": {**PROFILES["paper"]["fineweb"], "char_duplicates_ratio": 0.1, "newlines_of_blank_lines": False,
+                "line_end_chars": ".'\"!?”’)"},
+}
+PROFILE_NAMES = tuple(PROFILES)
+DEFAULT_PROFILE = "news"
+
+
+def resolve_quality(quality_cfg: dict | None, profile: str | None = None) -> dict:
+    """The thresholds a build uses: the profile's table, then every explicit (non-null) value of the
+    `quality` section on top (`--set quality.c4.min_sentences=4` overrides the profile's).
+
+    `profile` picks another profile than the section's (the part records both profiles' verdicts).
+    Returns ``{"profile": name, "filters": {section: {param: value}}}``, which is what is hashed."""
+    quality_cfg = dict(quality_cfg or {})
+    name = profile or quality_cfg.pop("profile", None) or "paper"
+    quality_cfg.pop("profile", None)
+    if name not in PROFILES:
+        raise ConfigError(f"quality.profile: {name!r} is not a profile; choose one of {', '.join(PROFILE_NAMES)}")
+    sections = {sec for sec, _ in _FILTERS}
+    unknown = set(quality_cfg) - sections
     if unknown:
-        raise ConfigError(
-            f"quality: unknown filter section(s) {sorted(unknown)}; expected {[name for name, _ in _FILTERS]}"
-        )
+        raise ConfigError(f"quality: unknown filter section(s) {sorted(unknown)}; expected {sorted(sections)} "
+                          "and profile")
+    resolved: dict[str, dict] = {}
+    for sec, _ in _FILTERS:
+        params = {k: (list(map(list, v)) if isinstance(v, list) else v) for k, v in PROFILES[name][sec].items()}
+        for key, value in (quality_cfg.get(sec) or {}).items():
+            if value is None:
+                continue
+            if key not in params:
+                raise ConfigError(f"quality.{sec}.{key}: unknown threshold; known: {', '.join(sorted(params))}")
+            params[key] = value
+        resolved[sec] = params
+    return {"profile": name, "filters": resolved}
+
+
+def active_profile(quality_cfg: dict | None) -> str:
+    """The profile a `quality` section selects (validated)."""
+    return resolve_quality(quality_cfg)["profile"]
+
+
+def build_filters(quality_cfg: dict | None, profile: str | None = None) -> list[DocumentFilter]:
+    """Filters of the resolved profile, in order Gopher quality, repetition, C4, FineWeb."""
+    resolved = resolve_quality(quality_cfg, profile)["filters"]
     filters: list[DocumentFilter] = []
     for name, cls in _FILTERS:
-        params = dict(quality_cfg.get(name) or {})
+        params = dict(resolved[name])
         if not params.pop("enabled", True):
             continue
         try:
             filters.append(cls(**params))
         except TypeError as exc:
-            raise ConfigError(
-                f"quality.{name}: bad key ({exc}); see forecast_env/defaults/corpus.yaml"
-            ) from exc
+            raise ConfigError(f"quality.{name}: bad key ({exc}); see docs/corpus_quality.md") from exc
     return filters
+
+
+def profile_verdicts(text: str, filters_by_profile: dict[str, list]) -> dict[str, FilterResult]:
+    """Each profile's verdict on one body (the same text; filters are pure functions of it)."""
+    return {name: apply_filters(text, filters) for name, filters in filters_by_profile.items()}
 
 
 def apply_filters(text: str, filters) -> FilterResult:

@@ -96,7 +96,35 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
         "market_quotes": int(adf["market_quote"].fill_null(False).sum()) if kept else 0,
         "months": months,
         "file_errors": [dict(e) for e in file_errors],
+        "quality_profiles": other_profiles(counters),
     }
+
+
+def other_profiles(counters: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per other quality profile: the build's quality drops it would have kept, and the articles it would
+    have dropped, per reason (the build's reason for the first, the other profile's for the second)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for c in counters:
+        for name, sides in (c.get("quality_profiles") or {}).items():
+            entry = out.setdefault(name, {"would_keep": {}, "would_drop": {}})
+            for side in ("would_keep", "would_drop"):
+                for reason, n in (sides.get(side) or {}).items():
+                    entry[side][reason] = entry[side].get(reason, 0) + int(n)
+    return {name: {side: dict(sorted(v.items())) for side, v in sides.items()} for name, sides in sorted(out.items())}
+
+
+def render_other_profiles(report: Mapping[str, Any]) -> list[str]:
+    """The funnel's lines on what the other quality profile(s) would have decided differently."""
+    lines: list[str] = []
+    for name, sides in (report.get("quality_profiles") or {}).items():
+        keep, drop = sides.get("would_keep") or {}, sides.get("would_drop") or {}
+        lines += ["", f"## Quality: the {name} profile", "",
+                  (f"It would have kept {sum(keep.values()):,} of this build's quality drops and dropped "
+                   f"{sum(drop.values()):,} of the records this build's profile passed "
+                   "(docs/corpus_quality.md)."), "",
+                  "| filter reason | would keep (dropped here) | would drop (passed here) |", "|---|---:|---:|"]
+        lines += [f"| {r} | {keep.get(r, 0):,} | {drop.get(r, 0):,} |" for r in sorted(set(keep) | set(drop))]
+    return lines
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -146,6 +174,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                   for e in report["file_errors"]]
     else:
         lines.append("none")
+    lines += render_other_profiles(report)
     lines += render_transfer(report.get("transfer"))
     return "\n".join(lines) + "\n"
 

@@ -32,6 +32,7 @@ ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
         "embed.backend": ("torch", "onnx", "static"),
         "embed.quantize": (None, "int8", "int8-static"),
         "timestamps.visibility": ("conservative", "crawl", "publication"),
+        "quality.profile": ("news", "paper"),
         "execution.engine": ENGINES,
     },
     "events": {"screen.judge": ("offline", "llm")},

@@ -1,0 +1,158 @@
+"""Quality profiles (news | paper): number-heavy news survives the news profile, boilerplate pages do
+not, explicit thresholds override a profile, the resolved thresholds are what is hashed, and the
+ports treat blank lines, stop words and punctuation tokens as datatrove does."""
+
+from __future__ import annotations
+
+import pytest
+
+from forecast_env.config import load_config
+from forecast_env.corpus_build.pipeline import per_file_config_hash, snapshot_config_hash
+from forecast_env.corpus_build.quality import (
+    PROFILES,
+    FineWebFilter,
+    GopherQualityFilter,
+    apply_filters,
+    build_filters,
+    resolve_quality,
+)
+from forecast_env.errors import ConfigError
+
+# A self-written results round-up of the kind forecasting questions resolve on: most tokens are
+# scores, times, percentages and money, so fewer than 80% of datatrove's tokens hold a letter.
+SCORES = "\n\n".join([
+    "Premier League results, Saturday 12 April 2025.",
+    "Arsenal 3-1 Brentford (Saka 12', 58'; Havertz 77' — Wissa 40'). Attendance: 60,254.",
+    "Chelsea 0-0 Everton. Shots 14-6, on target 4-1, possession 68%-32%.",
+    "Liverpool 2-1 West Ham (Salah 18', 90+3' pen.; Bowen 55'). Liverpool lead by 11 points with 6 games left.",
+    "Manchester City 5-2 Crystal Palace (Haaland 9', 33', 71'; De Bruyne 45+1'; Foden 88' — Eze 21', Mateta 64').",
+    "Table: 1. Liverpool 76 pts (31 games), 2. Arsenal 65 (31), 3. Nottingham Forest 57 (31), "
+    "4. Manchester City 55 (32), 5. Newcastle 53 (30), 6. Chelsea 53 (32).",
+    "Top scorers: Salah 27, Haaland 21, Isak 20, Wood 18, Mbeumo 16, Palmer 14.",
+    "Odds for the title have moved to 1/50 for Liverpool and 33/1 for Arsenal after the results.",
+    "The next round is on 19-20 April; Arsenal host Ipswich at 15:00 BST and Liverpool visit Leicester at 16:30.",
+])
+
+MARKETS = "\n\n".join([
+    "Markets close: S&P 500 +1.2% at 5,633.07; Dow +0.8% at 40,212.71; Nasdaq +1.5% at 17,724.32.",
+    "The 10-year Treasury yield rose 6 bp to 4.48%, the 2-year 3 bp to 3.97%; the dollar index fell 0.4% to 99.84.",
+    "Brent crude settled at $65.12 (-0.9%), WTI at $61.88 (-1.1%); gold rose $31.40 to $3,245.60 an ounce.",
+    "Europe: Stoxx 600 -0.3% at 497.14, FTSE 100 +0.6% at 8,001.11, DAX -0.9% at 20,374.10, CAC 40 -0.6%.",
+    "Asia: Nikkei 225 +1.8% at 33,982.36, Hang Seng -0.2% at 20,396.61, Shanghai Composite +0.5% at 3,238.23.",
+    "Bitcoin traded at $84,210 (+2.3%) and ether at $1,622 (+1.1%) at 16:00 ET.",
+    "Earnings: JPMorgan EPS $5.07 vs $4.61 expected, revenue $46.0bn vs $44.1bn; shares +4.0% to $236.20.",
+    "Wells Fargo EPS $1.39 vs $1.23 expected; shares -0.9%. Morgan Stanley EPS $2.60 vs $2.20; shares +1.4%.",
+    "Fed funds futures price 82 bp of cuts by December, up from 76 bp on Friday, with the first cut seen in June.",
+])
+
+# Planted pages that are not articles, each the body a listing / tag / login / cookie / error page yields.
+TAG_PAGE = "\n\n".join(
+    [f"Election 2025: candidate {i} rally draws crowd\nMarch {i + 1}, 2025\nRead more" for i in range(12)])
+LOGIN_PAGE = "\n".join(["Sign in", "Email address", "Password", "Remember me", "Forgot your password?",
+                        "Sign in with Google", "Sign in with Apple", "New here? Create an account",
+                        "By signing in you agree to our Terms of Use and Privacy Policy."])
+COOKIE_PAGE = ("We value your privacy. We and our 842 partners use cookies and similar technologies to store and "
+               "access information on your device. You can accept or manage your choices below.\n"
+               "Accept all\nReject all\nManage preferences\nCookie policy\nPrivacy policy")
+ERROR_PAGE = "Page not found\n404\nSorry, the page you were looking for does not exist.\nGo to the homepage\nSearch"
+INDEX_PAGE = "\n".join(
+    [section for i in range(8) for section in (f"World news {i}", f"Ceasefire talks resume in Cairo {i}",
+                                                "Video", "2 hours ago", f"Markets rally on rate hopes {i}")])
+
+
+def _filters(profile: str):
+    return build_filters({"profile": profile})
+
+
+@pytest.mark.parametrize("text", [SCORES, MARKETS], ids=["scores", "markets"])
+def test_number_heavy_article_kept_under_news(text: str) -> None:
+    res = apply_filters(text, _filters("news"))
+    assert res.keep, f"news profile dropped a number-heavy article: {res.reason} {res.detail}"
+    # the paper's thresholds lose it to the alphabetic-words rule: the reason the news profile exists
+    paper = apply_filters(text, _filters("paper"))
+    assert (paper.keep, paper.reason) == (False, "gopher_alpha_words")
+
+
+@pytest.mark.parametrize("text", [TAG_PAGE, LOGIN_PAGE, COOKIE_PAGE, ERROR_PAGE, INDEX_PAGE],
+                         ids=["tag", "login", "cookie", "error", "index"])
+def test_planted_boilerplate_dropped_under_news(text: str) -> None:
+    res = apply_filters(text, _filters("news"))
+    assert not res.keep, "news profile kept a boilerplate page"
+
+
+def test_default_profile_and_overrides() -> None:
+    cfg = load_config("corpus")
+    assert cfg["quality"]["profile"] == "news"
+    resolved = resolve_quality(cfg["quality"])
+    assert resolved["profile"] == "news" and resolved["filters"] == PROFILES["news"]
+    paper = resolve_quality(load_config("corpus", overrides=["quality.profile=paper"])["quality"])
+    assert paper["filters"] == PROFILES["paper"]
+    assert paper["filters"]["gopher_quality"]["max_non_alpha_words_ratio"] == 0.8
+    over = load_config("corpus", overrides=["quality.profile=paper", "quality.c4.min_sentences=2"])
+    r = resolve_quality(over["quality"])
+    assert r["filters"]["c4"]["min_sentences"] == 2
+    assert r["filters"]["fineweb"] == PROFILES["paper"]["fineweb"]  # the rest stays the profile's
+    assert [f.min_sentences for f in build_filters(over["quality"]) if f.name == "c4"] == [2]
+    with pytest.raises(ConfigError, match="not allowed"):
+        load_config("corpus", overrides=["quality.profile=blog"])
+    with pytest.raises(ConfigError, match="unknown threshold"):
+        resolve_quality({"profile": "news", "c4": {"min_sentence": 2}})
+
+
+def test_resolved_thresholds_are_hashed() -> None:
+    news = load_config("corpus")
+    same = load_config("corpus", overrides=[
+        f"quality.c4.min_sentences={PROFILES['news']['c4']['min_sentences']}"])
+    paper = load_config("corpus", overrides=["quality.profile=paper"])
+    spelled = load_config("corpus", overrides=[
+        "quality.profile=paper",
+        *(f"quality.{sec}.{k}={v}" for sec, params in PROFILES["paper"].items() for k, v in params.items()
+          if not isinstance(v, list))])
+    # spelling out a profile's own value does not change what is built, so not the ids either
+    assert snapshot_config_hash(news) == snapshot_config_hash(same)
+    assert per_file_config_hash(news) == per_file_config_hash(same)
+    assert snapshot_config_hash(paper) == snapshot_config_hash(spelled)
+    assert snapshot_config_hash(news) != snapshot_config_hash(paper)
+    assert per_file_config_hash(news) != per_file_config_hash(paper)
+    other = load_config("corpus", overrides=["quality.c4.min_sentences=9"])
+    assert snapshot_config_hash(other) != snapshot_config_hash(news)
+
+
+def test_ports_match_datatrove_token_treatment() -> None:
+    fw = FineWebFilter()
+    para = SCORES.replace("\n\n", "\n")
+    # datatrove drops empty lines before its line rules: paragraph spacing changes no line verdict
+    lines = [s for s in SCORES.split("\n") if s.strip()]
+    assert len(lines) == 9
+    assert fw.filter(SCORES).reason == fw.filter(para).reason
+    # ... but counts every newline for the newline ratio; the news profile counts line breaks only
+    assert FineWebFilter(new_line_ratio=0.05).filter(SCORES).reason == "fineweb_newline_ratio"
+    assert FineWebFilter(new_line_ratio=0.05, newlines_of_blank_lines=False).filter(SCORES).keep
+    # Gopher's stop-word rule counts distinct stop words (datatrove: len(stop_words & set(words)))
+    one_stop = " ".join(["the cat sat quietly near a window"] * 10)
+    assert GopherQualityFilter().filter(one_stop).reason == "gopher_stop_words"
+    # the alphabetic-words ratio: datatrove's denominator holds punctuation tokens ("(", "'", ";")
+    # (the results round-up: 59% of its words hold a letter, far fewer of its tokens)
+    g_all = GopherQualityFilter(max_non_alpha_words_ratio=0.55)
+    g_words = GopherQualityFilter(max_non_alpha_words_ratio=0.55, alpha_ratio_of="words")
+    assert g_all.filter(SCORES).reason == "gopher_alpha_words"
+    assert g_words.filter(SCORES).keep
+
+
+def test_funnel_counts_the_other_profile(tmp_path) -> None:
+    from _warc_data import Page, english_body, write_warc
+
+    from forecast_env.corpus_build.pipeline import build_corpus
+
+    warc = write_warc(tmp_path / "w.warc.gz", [
+        Page("https://news.example.com/scores", title="Premier League results and table",
+             body=SCORES, published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/plain", title="Council approves the budget plan",
+             body=english_body(77), published="2025-04-12T09:00:00Z"),
+    ])
+    summary = build_corpus([warc], tmp_path / "ws", workers=1, progress=False)
+    assert summary["report"]["kept"] == 2  # the news profile keeps the results round-up
+    other = summary["report"]["quality_profiles"]["paper"]
+    assert other["would_drop"] == {"gopher_alpha_words": 1} and other["would_keep"] == {}
+    md = (tmp_path / "ws" / "corpus" / "report.md").read_text()
+    assert "## Quality: the paper profile" in md and "| gopher_alpha_words | 0 | 1 |" in md
