@@ -14,6 +14,8 @@ usage:
       --memory-sizes 250000 --workers 2 [--limit-gb 8]
   python benchmarks/bench_merge.py gen --n 1000000 --out DIR
   python benchmarks/bench_merge.py run --parts DIR --ws WS --mode ooc|memory [--workers 2]
+  python benchmarks/bench_merge.py gen-keys --n 5000000 --out DIR    # keys sidecars only
+  python benchmarks/bench_merge.py pairs --keys DIR [--rows-per-task N]  # the dedup passes alone
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ import pyarrow.parquet as pq
 
 from forecast_env import schema
 from forecast_env.config import load_config
-from forecast_env.corpus_build.merge import PartFiles, keys_path, merge_in_memory, merge_parts
+from forecast_env.corpus_build.merge import (
+    PartFiles,
+    find_duplicate_pairs,
+    keys_path,
+    keys_schema,
+    merge_in_memory,
+    merge_parts,
+)
 from forecast_env.enums import ENGINES
 from forecast_env.store import Workspace
 
@@ -242,6 +251,97 @@ def run(parts_dir: Path, ws_dir: Path, mode: str, workers: int, engine: str, fre
 
 
 # ---------------------------------------------------------------------------------------------
+# keys only: the dedup passes at sizes whose bodies this machine cannot hash in time
+# ---------------------------------------------------------------------------------------------
+
+
+def generate_keys(out: Path, n: int, per_part: int = 4000, seed: int = 0) -> dict:
+    """Write keys sidecars (what the keys pass writes) for n synthetic articles: random band bytes,
+    with the same planted shares as `generate` (8% all bands of an earlier article, 3% its URL key,
+    2% its title within days)."""
+    cfg = load_config("corpus")["dedup"]
+    bands, rows = int(cfg["bands"]), int(cfg["rows"])
+    sch = keys_schema(bands, rows)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2025-03-01T00:00:00", "us")
+    n_parts = (n + per_part - 1) // per_part
+    keep = 20_000
+    prev_bands = np.zeros((0, bands, 4 * rows), dtype=np.uint8)
+    prev_url: list[str] = []
+    prev_title: list[str] = []
+    prev_t = np.empty(0, dtype="datetime64[us]")
+    t0 = time.perf_counter()
+    i = 0
+    for part in range(n_parts):
+        m = min(per_part, n - i)
+        gids = np.arange(i, i + m)
+        centre = part * DAYS / max(1, n_parts)
+        day_off = np.clip(centre - rng.exponential(3.0, m), 0, DAYS - 1)
+        t = start + (day_off * 86_400e6).astype(np.int64).astype("timedelta64[us]")
+        sites = rng.integers(0, 5000, m)
+        url = [f"site{s}.example.com/{g}" for s, g in zip(sites.tolist(), gids.tolist())]
+        words = rng.integers(0, 50_000, (m, 11))
+        lens = rng.integers(5, 12, m)
+        title = [" ".join(f"t{w}" for w in row[:k]) for row, k in zip(words.tolist(), lens.tolist())]
+        band = rng.integers(0, 256, (m, bands, 4 * rows), dtype=np.uint8)
+        kinds = rng.random(m)
+        if len(prev_url):
+            src = rng.integers(0, len(prev_url), m)
+            near, same_url = kinds < 0.08, (kinds >= 0.08) & (kinds < 0.11)
+            band[near] = prev_bands[src[near]]
+            for j in np.flatnonzero(same_url):
+                url[j] = prev_url[int(src[j])]
+            for j in np.flatnonzero((kinds >= 0.11) & (kinds < 0.13)):
+                title[j] = prev_title[int(src[j])]
+                t[j] = prev_t[int(src[j])] + np.timedelta64(int(rng.uniform(1, 96) * 3600e6), "us")
+        crawl = t + (rng.uniform(0, 72, m) * 3600e6).astype(np.int64).astype("timedelta64[us]")
+        cols = [
+            pa.array([hashlib.sha1(f"rec{g}".encode()).hexdigest()[:16] for g in gids.tolist()]),
+            _const(f"CC-NEWS-{part:05d}.warc.gz", m), pa.array(1000 * np.arange(m, dtype=np.int64) + 500),
+            pa.array(t.astype("datetime64[D]").astype(np.int32), pa.int32()).cast(pa.date32()),
+            _ts(t), _ts(crawl), pa.array(url), pa.array([u if k > 0.4 else None for u, k in zip(url, kinds)]),
+            pa.array(title), pa.array(np.ones(m, dtype=bool)),
+            *[pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * rows), m,
+                                                   [None, pa.py_buffer(np.ascontiguousarray(band[:, b]).tobytes())])
+              for b in range(bands)],
+        ]
+        pq.write_table(pa.Table.from_arrays(cols, schema=sch), out / f"CC-NEWS-{part:05d}-bench.keys.parquet",
+                       compression="zstd")
+        prev_bands = np.concatenate([prev_bands, band])[-keep:]
+        prev_url = (prev_url + url)[-keep:]
+        prev_title = (prev_title + title)[-keep:]
+        prev_t = np.concatenate([prev_t, t])[-keep:]
+        i += m
+        if part % 100 == 0 or part == n_parts - 1:
+            print(f"  gen keys {i:,}/{n:,} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
+    meta = {"n": n, "parts": n_parts, "bytes": sum(p.stat().st_size for p in out.glob("*.keys.parquet"))}
+    (out / "keys.json").write_text(json.dumps(meta))
+    return meta
+
+
+def run_pairs(keys_dir: Path, rows_per_task: int) -> dict:
+    """The dedup passes alone (order, then every pair task in this process) over keys sidecars."""
+    cfg = load_config("corpus")["dedup"]
+    keys = sorted(keys_dir.glob("*.keys.parquet"))
+    base = _hwm_mb(reset=True)
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    work = keys_dir / "_work"
+    peaks: dict[str, float] = {}
+    marks: dict[str, float] = {}
+
+    def on_phase(name: str) -> None:
+        peaks[name] = round(_hwm_mb(reset=True))
+        marks[name] = time.perf_counter()
+
+    _, hits = find_duplicate_pairs(keys, cfg, work, rows_per_task=rows_per_task, on_phase=on_phase)
+    on_phase("pairs")
+    timings = {"order_s": round(marks["order"] - t0, 1), "pairs_s": round(marks["pairs"] - marks["order"], 1)}
+    return {"mode": "pairs", "articles": sum(pq.read_metadata(k).num_rows for k in keys), "base_mb": round(base),
+            "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(_cpu_s() - cpu0, 1), "timings": timings,
+            "driver_peak_mb_per_phase": peaks, "duplicates": hits.height, "rows_per_task": rows_per_task}
+
+# ---------------------------------------------------------------------------------------------
 # every size, each merge in its own process under a watchdog
 # ---------------------------------------------------------------------------------------------
 
@@ -336,6 +436,12 @@ def main() -> None:
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--engine", choices=ENGINES, default="local")
     r.add_argument("--fresh-keys", action="store_true", help="recompute the keys sidecars (a from-scratch merge)")
+    gk = sub.add_parser("gen-keys", help="keys sidecars only (the dedup passes at 5M without hashing bodies)")
+    gk.add_argument("--n", type=int, required=True)
+    gk.add_argument("--out", type=Path, required=True)
+    rp = sub.add_parser("pairs", help="the dedup passes alone over a gen-keys folder")
+    rp.add_argument("--keys", type=Path, required=True)
+    rp.add_argument("--rows-per-task", type=int, default=4_000_000)
     a = sub.add_parser("all")
     a.add_argument("--root", type=Path, required=True)
     a.add_argument("--sizes", default="250000,1000000")
@@ -345,6 +451,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "gen":
         print(json.dumps(generate(args.out, args.n, args.per_part)))
+    elif args.cmd == "gen-keys":
+        print(json.dumps(generate_keys(args.out, args.n)))
+    elif args.cmd == "pairs":
+        print(json.dumps(run_pairs(args.keys, args.rows_per_task)))
     elif args.cmd == "run":
         print(json.dumps(run(args.parts, args.ws, args.mode, args.workers, args.engine, args.fresh_keys)))
     else:

@@ -502,6 +502,28 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
     return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase)
 
 
+def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: Path, engine: str = "local",
+                         workers: int = 1, ray_address: str | None = None, progress: bool = False,
+                         rows_per_task: int = ROWS_PER_TASK,
+                         on_phase: Callable[[str], None] | None = None) -> tuple[Order, pl.DataFrame]:
+    """The dedup passes over keys sidecars: (the visibility order, (rank, partner, reason) per suppressed
+    article). `work` holds the ranks file the pair tasks read; `on_phase("order")` after the order."""
+    order = read_order(keys)
+    if on_phase:
+        on_phase("order")
+    work.mkdir(parents=True, exist_ok=True)
+    for tmp in work.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+    ranks_path = work / "ranks.npy"
+    with atomic_path(ranks_path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, order.ranks)
+    tasks = pair_tasks(keys, ranks_path, order, dedup_cfg, rows_per_task)
+    task_workers = workers if engine == "ray" else 1
+    hits = _collect_hits(_map(_run_pair_task, tasks, engine, task_workers, ray_address, "dedup pairs", progress))
+    ranks_path.unlink(missing_ok=True)
+    return order, hits
+
+
 def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str, workers: int,
            ray_address: str | None, progress: bool, rows_per_task: int,
            on_phase: Callable[[str], None] | None) -> MergeResult:
@@ -512,17 +534,10 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     t_keys = time.perf_counter()
     phase("keys")
 
-    order = read_order([p.keys for p in parts])
     work = ws.corpus_dir / "merge"
-    work.mkdir(parents=True, exist_ok=True)
-    for tmp in work.glob(".*.tmp"):
-        tmp.unlink(missing_ok=True)
-    ranks_path = work / "ranks.npy"
-    with atomic_path(ranks_path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, order.ranks)
+    order, hits = find_duplicate_pairs([p.keys for p in parts], dedup_cfg, work, engine, workers, ray_address,
+                                       progress, rows_per_task, phase)
     task_workers = workers if engine == "ray" else 1
-    tasks = pair_tasks([p.keys for p in parts], ranks_path, order, dedup_cfg, rows_per_task)
-    hits = _collect_hits(_map(_run_pair_task, tasks, engine, task_workers, ray_address, "dedup pairs", progress))
     t_pairs = time.perf_counter()
     phase("pairs")
 
@@ -555,7 +570,6 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
         if old.stem not in months:
             old.unlink()
             written["removed"].append(old.name)
-    ranks_path.unlink(missing_ok=True)
     atomic_write_json(plans_path, dict(sorted(shards.items())))
 
     stage_reason = [pq.read_table(p.dropped, columns=["stage", "reason"]) for p in parts]
@@ -646,6 +660,7 @@ __all__ = [
     "PartFiles",
     "apply_dedup",
     "compute_keys",
+    "find_duplicate_pairs",
     "find_pairs",
     "keys_path",
     "merge_in_memory",
