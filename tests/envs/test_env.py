@@ -39,9 +39,9 @@ def forecast(probs) -> dict:
     return {"tool": "forecast", "args": {"probabilities": probs}}
 
 
-def scripted_episode(env, seed=None, event_id=None, queries=("senate budget vote", "election results")):
+def scripted_episode(env, seed=None, event_id=None, queries=("senate budget vote", "election results"), rollout=None):
     """A scripted agent: per date 2 searches, open the top hit, one note, then a forecast."""
-    options = {"event_id": event_id} if event_id else None
+    options = {k: v for k, v in (("event_id", event_id), ("rollout", rollout)) if v is not None} or None
     obs, info = env.reset(seed=seed, options=options)
     observations, infos = [obs], [info]
     done = False
@@ -506,8 +506,7 @@ def test_seeded_determinism(ws, searcher):
 
 def test_episode_log_rows_fit_the_schemas(ws, searcher):
     env = make(ws, searcher)
-    env.unwrapped.rollout = 2
-    scripted_episode(env, event_id="pm-2")
+    scripted_episode(env, event_id="pm-2", rollout=2)  # the rollout reaches the env through reset(options)
     log = env.unwrapped.episode_log()
     for key, sch in (("forecasts", schema.FORECASTS), ("tool_calls", schema.TOOL_CALLS),
                      ("notebook", schema.NOTEBOOK)):
