@@ -54,9 +54,18 @@ __all__ = ["Exposure", "ExposureReport", "QuestionText", "apply_cut", "cut_expos
 GENERIC_OPTIONS = frozenset({"yes", "no", "other", "others", "none", "none of the above", "neither", "tie", "draw",
                              "another", "someone else", "anyone else", "field"})
 #: Function words: never a whole option key, never a key term of a Yes/No question.
-STOP = frozenset(
-    ["a", "an", "the", "of", "to", "in", "on", "for", "by", "at", "be", "is", "are", "was", "were", "will", "would", "who", "what", "which", "when", "where", "whether", "or", "and", "with", "from", "as", "its", "it", "this", "that", "than", "their", "his", "her", "there", "do", "does", "did", "has", "have", "had", "into", "over", "under", "more", "less", "most", "any", "next", "new", "this", "these", "those", "there", "than", "then", "between", "before", "after", "during", "until", "end", "out", "up", "any", "all", "each", "every", "one", "two", "any", "our", "your", "they", "them", "he", "she", "we", "you", "i", "me", "my", "not", "no", "yes"])
-MONTHS = frozenset(["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"])
+STOP = frozenset({
+    "a", "an", "the", "of", "to", "in", "on", "for", "by", "at", "be", "is", "are", "was", "were",
+    "will", "would", "who", "what", "which", "when", "where", "whether", "or", "and", "with", "from",
+    "as", "its", "it", "this", "that", "than", "their", "his", "her", "there", "do", "does", "did",
+    "has", "have", "had", "into", "over", "under", "more", "less", "most", "any", "next", "new",
+    "these", "those", "then", "between", "before", "after", "during", "until", "end", "out", "up",
+    "all", "each", "every", "one", "two", "our", "your", "they", "them", "he", "she", "we", "you", "i",
+    "me", "my", "not", "no", "yes"
+})
+MONTHS = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                    "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
+                    "nov", "dec"})
 #: Words after which the rest of a question is its deadline (removed from the key terms).
 _DEADLINE_WORDS = frozenset({"by", "before", "until", "through", "till"})
 #: Words that make what follows hypothetical, not settled.
@@ -114,7 +123,8 @@ _TOKEN = re.compile(r"[^\W_]+|'s_", re.UNICODE)
 _POSSESSIVE = re.compile(r"[’'`]s\b")
 #: Sentence and clause ends; a period after an initial or an abbreviation ("U.S.", "Dr.", "Dec.") ends nothing.
 _SENTENCE = re.compile(r"[.?!;:\n]+(?:\s|$)|\s[-–—]\s")
-_ABBREV = frozenset("mr mrs ms dr st vs jr sr jan feb mar apr jun jul aug sep sept oct nov dec no inc corp co ltd".split())
+_ABBREV = frozenset({"mr", "mrs", "ms", "dr", "st", "vs", "jr", "sr", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+                     "sep", "sept", "oct", "nov", "dec", "no", "inc", "corp", "co", "ltd"})
 
 
 def fold(text: str) -> str:

@@ -102,7 +102,10 @@ _PAST_WORD = re.compile(r"\b[a-z]{3,}ed\b|\b(?:won|lost|fell|rose|took|made|held
 _NEGATION = re.compile(r"\b(?:not|never|no longer|failed to|didn't|didnt|wasn't|weren't|fails to)\b")
 _DEADLINE = re.compile(r"\s+(?:by|before|until|through|in)\s+(?:the\s+end\s+of\s+)?(?:[a-z]+\.?\s+\d{1,2}(?:st|nd|rd|th)?"
                        r"(?:,?\s*\d{4})?|\d{4}|[a-z]+\s+\d{4}|q[1-4]\s+\d{4})\s*\??\s*$")
-_STOPWORDS = frozenset(["the", "and", "for", "will", "with", "from", "that", "this", "than", "its", "into", "over", "under", "which", "who", "what", "when", "where", "whether", "their", "there", "have", "has", "had", "been", "being", "are", "was", "were", "does", "did", "any", "all", "more", "less", "most", "next", "new", "yes", "not", "end"])
+_STOPWORDS = frozenset({"the", "and", "for", "will", "with", "from", "that", "this", "than", "its", "into", "over",
+                        "under", "which", "who", "what", "when", "where", "whether", "their", "there", "have", "has",
+                        "had", "been", "being", "are", "was", "were", "does", "did", "any", "all", "more", "less",
+                        "most", "next", "new", "yes", "not", "end"})
 _GENERIC = frozenset({"yes", "no", "other", "none", "others", "tie", "draw", "field"})
 
 
