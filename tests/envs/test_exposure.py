@@ -336,3 +336,27 @@ def test_a_text_older_than_the_question_recounts_history() -> None:
     upd = Q("u", "Will the alliance grow?", ["Yes", "No"], first=date(2025, 6, 1), last=date(2026, 6, 1),
             description="Background.\n\nUpdate (2026-02-03): one country left NATO on February 2.")
     assert exposed(q, upd)["n"].day == date(2026, 2, 3)
+
+
+def test_world_mode_keeps_an_exposed_question_listed_unscored(siblings) -> None:
+    """docs/design.md §5: an exposed question stays listed after its exposure day, scored only before it; the
+    exposing question is listed as always (never hidden or delayed)."""
+    from forecast_env.envs.world import load_world
+
+    ev, _, _ = _tables(siblings["on"])
+    checked = 0
+    for split in ("train", "eval"):
+        world = load_world(siblings["on"], split)
+        by_id = {q.question_id: q for q in world.questions}
+        for qid, q in by_id.items():
+            e = ev[qid]
+            if e["cut_by"] != "cross_question" or not (q.first_day < e["exposure_day"] <= q.last_day):
+                continue
+            after = [d for d in (e["exposure_day"] + timedelta(days=k) for k in range(3)) if d <= q.last_day]
+            assert after and all(q.listed_on(d) for d in after)  # still listed after the exposure day
+            assert all(d < e["exposure_day"] for d in q.scheduled)  # scored only before it
+            by = by_id.get(e["exposed_by"])
+            if by is not None:
+                assert by.listed_on(e["exposure_day"])  # the exposing question is listed that day
+            checked += 1
+    assert checked >= 3
