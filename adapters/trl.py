@@ -113,11 +113,12 @@ class ForecastToolEnv:
         """
         return self._call("notebook_supersede", {"entry_id": entry_id, "reason": reason})
 
-    def forecast(self, probabilities: dict[str, float]) -> str:
+    def forecast(self, probabilities: dict[str, float] | list[float]) -> str:
         """Report the forecast for the current date: a probability for every offered option. It ends the date.
 
         Args:
-            probabilities: A mapping from each option label to its probability (they should sum to 1).
+            probabilities: A mapping from each option label to its probability, or a list aligned with the
+                offered options (they should sum to 1).
 
         Returns:
             JSON with the receipt of the recorded forecast (never its score).
@@ -155,13 +156,15 @@ def _unit_of(row: Mapping[str, Any]) -> tuple[str, int | None]:
     return str(event_id), None if step is None else int(step)
 
 
-def scripted_chat(factory: ForecastTRL, row: Mapping[str, Any], agent: Any) -> list[dict[str, Any]]:
+def scripted_chat(factory: ForecastTRL, row: Mapping[str, Any], agent: Any,
+                  aligned: bool = False) -> list[dict[str, Any]]:
     """A scripted agent's rollout of one row as the chat TRL renders: the row's prompt, an assistant tool call and
     the tool's reply per action, and a closing assistant turn (the warm-start transcripts of docs/training.md).
 
     The agent (`forecast_env.agents.make_agent(...)`: uniform, base_rate, retrieval) plays through a
     `ForecastToolEnv` of `factory`, so the replies are exactly the ones a model gets, and the rollout is
-    recorded in `factory`'s run like any other."""
+    recorded in `factory`'s run like any other. `aligned=True` writes each forecast as a list aligned with the
+    offered options, rounded to two decimals (the same report up to rounding, and a shorter call for a small model to learn than a mapping)."""
     env = factory()
     env.reset(**row)
     session = env._session
@@ -173,6 +176,10 @@ def scripted_chat(factory: ForecastTRL, row: Mapping[str, Any], agent: Any) -> l
             break
         action = agent.act(session.observation, {})
         tool, args = str(action["tool"]), dict(action.get("args") or {})
+        probs = args.get("probabilities")
+        if aligned and tool == "forecast" and isinstance(probs, Mapping):
+            options = json.loads(session.observation)["options"]
+            args["probabilities"] = [round(float(probs.get(o, 0.0)), 2) for o in options]
         reply = getattr(env, tool)(**args) if tool in _TOOLS else env._call(tool, args)
         messages.append({"role": "assistant", "content": "",
                          "tool_calls": [{"type": "function", "function": {"name": tool, "arguments": args}}]})
