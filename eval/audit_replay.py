@@ -18,7 +18,15 @@ from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
 
-from forecast_env.eval.audit import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult, as_day
+from forecast_env.eval.audit_inputs import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    AuditInputs,
+    AuditSettings,
+    CheckResult,
+    as_day,
+)
 
 #: Keys whose values are wall-clock measurements, dropped before two logs are compared.
 TIMING_KEYS = frozenset({"latency_ms", "seconds", "elapsed_ms", "elapsed", "duration", "duration_ms", "time_ms",

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from forecast_env.eval.audit import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult
+from forecast_env.eval.audit_inputs import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult
 
 #: Columns that order articles by visibility, first present wins (`t` in stores built before v(d)).
 VISIBILITY_COLUMNS = ("visible_at", "t_visible", "v", "t")

@@ -30,7 +30,15 @@ import numpy as np
 import polars as pl
 
 from forecast_env.config import load_config
-from forecast_env.eval.audit import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult, as_day
+from forecast_env.eval.audit_inputs import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    AuditInputs,
+    AuditSettings,
+    CheckResult,
+    as_day,
+)
 
 #: How far after the scheduled end the actual close is put for the uncut schedule (no bin is cut).
 _UNCUT_DAYS = 400

@@ -41,7 +41,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from forecast_env.eval.audit import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult, as_day
+from forecast_env.eval.audit_inputs import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    AuditInputs,
+    AuditSettings,
+    CheckResult,
+    as_day,
+)
 from forecast_env.eval.audit_structure import (
     ProbeSettings,
     _group_brier,

@@ -35,7 +35,7 @@ import polars as pl
 from scipy import sparse
 from scipy.optimize import minimize
 
-from forecast_env.eval.audit import AuditInputs, AuditSettings, CheckResult
+from forecast_env.eval.audit_inputs import AuditInputs, AuditSettings, CheckResult
 from forecast_env.eval.bootstrap import bootstrap_means
 
 #: Positions beyond this share one bucket (position index `MAX_POSITION`).

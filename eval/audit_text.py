@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from forecast_env.eval.audit import FAIL, INCONCLUSIVE, PASS, AuditInputs, AuditSettings, CheckResult, as_day
+from forecast_env.eval.audit_inputs import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    AuditInputs,
+    AuditSettings,
+    CheckResult,
+    as_day,
+)
 
 # ---------------------------------------------------------------------------------------------
 # dates
