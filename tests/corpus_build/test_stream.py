@@ -361,3 +361,17 @@ def test_not_a_warc_and_a_gzip_ending_early_are_file_faults_as_on_disk(served_wo
     assert streamed["report"]["file_errors"] == local["report"]["file_errors"]
     assert store_digest(tmp_path / "ws_s") == store_digest(tmp_path / "ws_l")
     assert streamed["snapshot_id"] == local["snapshot_id"]
+
+
+@pytest.mark.ray
+def test_ray_tasks_stream_their_own_files_under_one_named_actor_limiter(served_world, micro_corpus, tmp_path):
+    pytest.importorskip("ray")
+    served_world.plant("*", Fault("reset", times=2, at=0.4))  # the first fault that applies answers a request
+    served_world.plant("*", Fault("slow", times=-1, delay=0.05))
+    cfg = served_config(served_world.url, max_connections=1)
+    ws = tmp_path / "ws"
+    summary = build_corpus(resolve_sources(SourceSpec(cc_news="2025-03..2026-05"), cfg, ws), ws, config=cfg,
+                           workers=2, engine="ray", progress=False)
+    assert served_world.stats()["peak_active"] == 1 and summary["transfer"]["limiter"]["peak_connections"] == 1
+    assert summary["transfer"]["streamed"]["resumes"] == 2
+    assert store_digest(ws) == _local_digest(micro_corpus)[0]
