@@ -18,8 +18,11 @@ Faults (`plant(name, Fault(kind, times=...))`, `name` a file name or `*`) apply 
 requests for that file: `503` / `429` (with `Retry-After`), `404`, `reset` (the connection is reset
 after `at` body bytes), `short` (closed cleanly after `at` bytes: fewer than Content-Length),
 `slow` (waits `delay` seconds before answering), `ignore_range` (200 and the whole file to a Range
-request), `416` (to a Range request), `etag_change` (the file's ETag changes from then on). The server
-counts requests, bytes sent and the most requests open at once (`stats`).
+request), `416` (to a Range request), `etag_change` (the file's ETag changes from then on). The first
+planted fault that applies answers a request (plant in the order they should win); ETag changes apply
+as side effects, with the request then answered by the next fault that applies. The server logs every
+request on arrival (`log`: method, path, Range, status) and counts bytes sent and the most requests
+open at once (`stats`).
 
 `forecast-env synth --serve DIR` runs it and prints the `--set` lines that point the clients at it.
 """
