@@ -136,7 +136,7 @@ def _warm_start(model, tok, chats: list[list[dict]], tools: list, steps: int) ->
         out.loss.backward()
         opt.step()
         opt.zero_grad()
-        loss = float(out.loss)
+        loss = out.loss.detach().item()
     return loss
 
 
