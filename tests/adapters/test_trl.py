@@ -85,6 +85,27 @@ def test_public_methods_are_exactly_the_tools_and_reset_clears_everything(micro_
     assert rec["engine"] == "trl" and rec["session"] == "per_date" and rec["rollouts_recorded"] == 2
 
 
+def test_whole_event_rows_carry_the_notebook_and_score_every_date(micro_events: Path) -> None:
+    envs = ForecastTRL(micro_events, split="train", unit="event", env=ENV, run_id="trl-events")
+    rows = envs.rows()
+    assert len(rows) == len(envs.run.episodes) and all(r["step"] is None for r in rows)
+    ep = max(envs.run.episodes, key=lambda e: len(e.dates))
+    row = next(r for r in rows if r["event_id"] == ep.event_id)
+    env = envs()
+    env.reset(**row)
+    env.notebook_add(claim="kept across dates", date_observed=row["forecast_date"], doc_ids=[])
+    label, briers = _labels(micro_events)[ep.event_id], []
+    for d in ep.dates:
+        report = [1.0 + i for i in range(len(d.options))]  # a list aligned with the options
+        obs = json.loads(env.forecast(probabilities=report))
+        assert not SCORE_KEYS & nested_keys(obs)
+        if d is not ep.dates[-1]:  # the next date's full observation, the notebook carried (memory on)
+            assert obs["forecast_date"] != d.day.isoformat() and obs["notebook"][0]["claim"] == "kept across dates"
+        briers.append(scoring.brier(scoring.normalize_report(report, list(d.options)).probs, label, list(d.options)))
+    assert env.get_reward() == pytest.approx(-sum(briers) / len(briers), abs=1e-12)
+    assert envs.close()["session"] == "episode"
+
+
 def _options(envs: ForecastTRL, row: dict) -> list[str]:
     ep = next(e for e in envs.run.episodes if e.event_id == row["event_id"])
     return list(next(d for d in ep.dates if d.step == row["step"]).options)
