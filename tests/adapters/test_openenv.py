@@ -138,3 +138,20 @@ def test_token_capacity_and_a_vanished_client(micro_events: Path) -> None:
 
 def test_cli_refuses_bad_arguments(micro_events: Path) -> None:
     assert main(["serve", "--openenv", "--workspace", str(micro_events), "--max-sessions", "0"]) == 2
+
+
+def test_one_date_sessions(micro_events: Path) -> None:
+    with serve(micro_events, split="eval", unit="date", max_sessions=2, run_id="openenv-dates") as server:
+        ep = max(server.run.episodes, key=lambda e: len(e.dates))
+        d = ep.dates[-1]
+        with server.client() as client:
+            r = client.reset(event_id=ep.event_id, step=d.step)
+            assert r.observation.forecast_date == d.day.isoformat() and r.observation.step == d.step
+            report = _report(list(d.options), 1)
+            r = client.step(ForecastAction(tool="forecast", args={"probabilities": report}))
+            assert r.done
+    label = _label(micro_events, ep.event_id)
+    brier = scoring.brier(scoring.normalize_report(report, list(d.options)).probs, label, list(d.options))
+    assert r.reward == pytest.approx(-brier, abs=1e-12)
+    rec = json.loads((server.run.run_dir / "run.json").read_text())
+    assert rec["unit"] == "date" and rec["status"] == "complete"
