@@ -453,7 +453,7 @@ PROFILES["news"] = {
                 "line_end_chars": ".'\"!?”’)"},
 }
 PROFILE_NAMES = tuple(PROFILES)
-DEFAULT_PROFILE = "news"
+DEFAULT_PROFILE = "paper"  # the shipped config's; benchmarks/RESULTS.md (issue 25) says why
 
 
 def resolve_quality(quality_cfg: dict | None, profile: str | None = None) -> dict:
