@@ -134,14 +134,27 @@ def cued(sentence: str, start: int, end: int) -> str | None:
 
 
 def key_words(question: str) -> list[str]:
-    """A Yes/No question's content words (deadline removed), in order."""
+    """A Yes/No question's content words (deadline removed), in order. Short numbers stay: they tell
+    one event of a series from another ("the Tern-6 probe" is not "the Tern-2 probe")."""
     q = normalize(question).strip()
     q = _DEADLINE.sub("", q)
-    return list(dict.fromkeys(w for w in _WORDS.findall(q) if len(w) >= 3 and w not in _STOPWORDS))
+    return list(dict.fromkeys(w for w in _WORDS.findall(q)
+                              if (len(w) >= 3 or w.isdigit()) and w not in _STOPWORDS))
 
 
 def _prefix(w: str) -> str:
     return w[:4] if len(w) >= 5 else w
+
+
+#: Irregular past forms and the present a Yes/No question asks with.
+#: (Not "hit" or "beat": their past is their present, and a question asking "Will X hit ...?" again states nothing.)
+_IRREGULAR_PAST = {"won": "win", "lost": "lose", "fell": "fall", "rose": "rise", "took": "take", "held": "hold",
+                   "sold": "sell", "met": "meet", "left": "leave", "ran": "run", "made": "make", "became": "become"}
+
+
+def word_prefixes(toks: Sequence[str]) -> set[str]:
+    """The words' prefixes, an irregular past also as its present's ("won" holds "win")."""
+    return {_prefix(t) for t in toks} | {_prefix(_IRREGULAR_PAST[t]) for t in toks if t in _IRREGULAR_PAST}
 
 
 def stated_outcome(sentence: str, words: Sequence[str], toks: Sequence[str] | None = None,
@@ -151,14 +164,20 @@ def stated_outcome(sentence: str, words: Sequence[str], toks: Sequence[str] | No
     `toks` / `prefixes`: the sentence's words and their prefixes, when already known."""
     if toks is None:
         toks = _WORDS.findall(sentence)
-    pref = prefixes if prefixes is not None else {_prefix(t) for t in toks}
+    pref = prefixes if prefixes is not None else word_prefixes(toks)
     if not all(_prefix(w) in pref for w in words):
         return None
+    for i, w in enumerate(words):  # a number counts only right after the word it follows in the question
+        if i and w.isdigit() and not any(toks[j + 1] == w and _prefix(toks[j]) == _prefix(words[i - 1])
+                                         for j in range(len(toks) - 1)):
+            return None
     if _CONDITION.search(sentence):
         return None
     verbs = {_prefix(w) for w in words}
+    # the past verb must be the event's own ("launched" for "launch", "won" for "win"): a "won" in another
+    # clause ("will the probe launch, now that X has won ...?") states nothing about this event
     past = any(t.endswith("ed") and _prefix(t) in verbs for t in toks) or \
-        any(t in ("won", "lost", "fell", "rose", "took", "held", "beat") for t in toks)
+        any(_IRREGULAR_PAST.get(t) in words for t in toks)
     negated = bool(_NEGATION.search(sentence))
     if negated and any(t in words for t in toks):
         return "No"
@@ -322,7 +341,7 @@ def find_mentions(visible: Mapping[str, Visible], events: pl.DataFrame) -> tuple
                         continue
                     if not past and not _NEGATION.search(sent):
                         continue  # no past verb and no negation: nothing is stated as settled
-                    prefixes = {_prefix(t) for t in words}
+                    prefixes = word_prefixes(words)
                     for w in set(words):
                         for eid, kw, kw_pref in yesno_by_word.get(w, ()):
                             if eid == v.event_id or eid in stated or not kw_pref <= prefixes:

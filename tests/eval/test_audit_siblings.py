@@ -33,8 +33,29 @@ def siblings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_siblings(tmp_path_factory.mktemp("siblings-audit"))
 
 
+@pytest.fixture(scope="module")
+def siblings_large(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_siblings(tmp_path_factory.mktemp("siblings-large-audit"), "siblings_large")
+
+
+def test_check6_count_and_probe_both_fail_with_the_rule_off_on_the_large_world(siblings_large) -> None:
+    """On `siblings_large` (enough exposed dates in both splits for the probe to have power) the rule
+    off fails BOTH the count and the probe; the rule on passes the count and the probe does not FAIL."""
+    off = run_audit(siblings_large["off"], "eval", checks=["siblings"], settings=FAST).check("siblings")
+    assert off.verdict == FAIL and off.figures["count_share"] > 0.01, off.reason
+    probe = off.figures["probe"]
+    assert probe["verdict"] == FAIL and probe["ci_high"] < -0.01, probe
+    assert probe["sibling_weights"]["stated_yes_pattern"] > 0 and probe["sibling_weights"]["past_sentence"] > 0
+    assert any(f.startswith("count:") for f in off.failures) and any(f.startswith("probe:") for f in off.failures)
+    on = run_audit(siblings_large["on"], "eval", checks=["siblings"], settings=FAST).check("siblings")
+    assert on.verdict == PASS and on.figures["count_exposed_dates"] == 0, on.reason
+    assert on.figures["probe"]["verdict"] != FAIL, on.figures["probe"]
+
+
 @pytest.mark.parametrize("split", ["eval", "train"])
 def test_check6_fails_with_the_rule_off_and_passes_with_it_on(siblings, split: str) -> None:
+    """The 14 + 14 `siblings` world: the count fails with the rule off (its probe has too few exposed
+    dates to tell, see the large world above) and passes with it on."""
     off = run_audit(siblings["off"], split, checks=["siblings"], settings=FAST).check("siblings")
     assert off.verdict == FAIL and off.figures["count_share"] > 0.01, off.reason
     assert off.examples and {"event_id", "date", "by", "words"} <= set(off.examples[0])
@@ -103,6 +124,19 @@ def test_audit_statements_of_yes_no_events() -> None:
     assert stated_outcome(normalize("The Doruria parliament did not pass the Housing Supply Act."), kw) == "No"
     assert stated_outcome(normalize("If the Doruria parliament passed the Housing Supply Act, would x?"), kw) is None
     assert stated_outcome(normalize("Will the Doruria parliament pass the Housing Supply Act by June?"), kw) is None
+
+
+def test_audit_statements_tell_numbered_events_apart_and_need_the_events_own_verb() -> None:
+    kw = key_words("Will the Tern-6 probe launch by November 16?")
+    assert "6" in kw
+    assert stated_outcome(normalize("Now that the Tern-6 probe launched, will x?"), kw) == "Yes"
+    # another probe of the series, the number only in a deadline: not this event
+    assert stated_outcome(normalize("After the Tern-2 probe launched by November 6, will x?"), kw) is None
+    # the same event asked again beside someone else's win: a "won" in another clause states nothing
+    assert stated_outcome(normalize("Will the Tern-6 probe launch by May 19, now that Lucia Okafor has won the "
+                                    "search?"), kw) is None
+    win = key_words("Will Ana Moreau win the Doruria election?")
+    assert stated_outcome(normalize("Ana Moreau won the Doruria election."), win) == "Yes"
 
 
 def test_probe_power_on_a_simulated_table() -> None:
