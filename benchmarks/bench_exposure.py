@@ -2,6 +2,7 @@
 
     python benchmarks/bench_exposure.py speed [--questions 10000]
     python benchmarks/bench_exposure.py real --data DIR [--split design|report|all] [--samples OUT.md]
+    python benchmarks/bench_exposure.py check6 --preset siblings_large [--seeds 0 1] [--draws 400] [--out DIR]
 
 `speed`: 10,000 synthetic questions open in one window (bundles over a shared pool of names, Yes/No
 follow-ups naming them, with and without cues, descriptions of a few hundred words), on one core:
@@ -241,6 +242,34 @@ def run_speed(args: argparse.Namespace) -> int:
     return 0 if t_rule + t_check < 60 else 1
 
 
+def run_check6(args: argparse.Namespace) -> int:
+    """Check 6 on a planted sample world, the rule off and on, both splits: one line per run."""
+    import tempfile
+
+    from forecast_env.envs.events import build_events
+    from forecast_env.eval.audit import AuditSettings, run_audit
+    from forecast_env.synth import synthesize
+
+    root = Path(args.out or tempfile.mkdtemp(prefix="check6-"))
+    for seed in args.seeds:
+        world = root / f"{args.preset}-{seed}"
+        synthesize(world, preset=args.preset, seed=seed, progress=False)
+        for name, flag in (("off", False), ("on", True)):
+            ws = root / f"ws-{args.preset}-{seed}-{name}"
+            build_events(world / "polymarket", ws, progress=False,
+                         config={"screen": {"enabled": False},
+                                 "schedule": {"require_index": False, "cross_question": flag}})
+            for split in ("eval", "train"):
+                c = run_audit(ws, split, checks=["siblings"], settings=AuditSettings(draws=args.draws)).check("siblings")
+                f, pr = c.figures, c.figures["probe"]
+                print(f"{args.preset} seed {seed} rule {name} {split}: {c.verdict}; count {f['count_exposed_dates']}/"
+                      f"{f['count_scheduled_dates']} ({f['count_share']:.1%}); probe {pr['verdict']} "
+                      f"{pr.get('difference', 0.0):+.4f} [{pr.get('ci_low', 0.0):+.4f}, {pr.get('ci_high', 0.0):+.4f}] "
+                      f"(fit on {f['fit_split']} {pr['train_events']} events, compared on {split} "
+                      f"{pr['eval_events']})", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -250,8 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--data", required=True, help="ForecastBench datasets folder (with question_sets/)")
     r.add_argument("--split", default="report", choices=["design", "report", "all"])
     r.add_argument("--samples", default=None, help="write 50 detections and 50 non-detections here (Markdown)")
+    c = sub.add_parser("check6")
+    c.add_argument("--preset", default="siblings_large")
+    c.add_argument("--seeds", type=int, nargs="+", default=[0])
+    c.add_argument("--draws", type=int, default=400)
+    c.add_argument("--out", default=None, help="where the worlds and builds go (default: a temporary folder)")
     args = ap.parse_args(argv)
-    return run_speed(args) if args.cmd == "speed" else run_real(args)
+    return {"speed": run_speed, "real": run_real, "check6": run_check6}[args.cmd](args)
 
 
 if __name__ == "__main__":
