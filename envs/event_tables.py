@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -23,8 +24,8 @@ from forecast_env.store import EVENT_TABLES, Workspace, atomic_write_table, conf
 #: Event-id prefix of each source.
 SOURCE_PREFIX = {"polymarket": "pm-", "questions": "q-"}
 
-#: A table row (a dict of column -> value).
-Row = dict[str, object]
+#: A table row (a dict of column -> value; the values' types vary by column).
+Row = dict[str, Any]
 
 
 @dataclass
@@ -43,12 +44,17 @@ class EventTables:
 def load_events(workspace: str | Path) -> EventTables:
     """Read every events table of a workspace (a clear error when the build has not run)."""
     ws = Workspace.at(workspace)
-    frames = {}
+    frames: dict[str, pl.DataFrame] = {}
     for name, sch in EVENT_TABLES.items():
         path = ws.require(ws.events_table(name), f"events table {name!r}",
                           "forecast-env events build --polymarket DIR --workspace WS")
-        frames[name] = pl.from_arrow(read_table(path, sch))
+        frames[name] = _frame(read_table(path, sch))
     return EventTables(**frames)
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    # `pl.from_arrow` is typed DataFrame | Series; a Table always gives a DataFrame
+    return cast(pl.DataFrame, pl.from_arrow(table))
 
 
 def options_frame(cands: list[Candidate]) -> pl.DataFrame:
@@ -145,9 +151,9 @@ def write_tables(ws: Workspace, tables: Mapping[str, pa.Table], source: str) -> 
     prefix = SOURCE_PREFIX[source]
     for name, sch in EVENT_TABLES.items():
         path = ws.events_table(name)
-        new = pl.from_arrow(conform(tables[name], sch))
+        new = _frame(conform(tables[name], sch))
         if path.exists():
-            old = pl.from_arrow(read_table(path, sch))
+            old = _frame(read_table(path, sch))
             old = old.filter(~pl.col("event_id").str.starts_with(prefix))
             if source == "questions":  # re-imported ids replace their old rows
                 old = old.join(new.select("event_id").unique(), on="event_id", how="anti")

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast, overload
 
 import polars as pl
 import pyarrow as pa
@@ -456,7 +456,7 @@ class _Index:
 
     def option_matches(self, words: Sequence[str]) -> list[tuple[int, int, _OptionKey]]:
         """Whole-word matches of option names in `words`, a name inside a longer matched name dropped."""
-        found = []
+        found: list[tuple[int, int, _OptionKey]] = []
         n_words = len(words)
         taken_to = 0  # end of the longest name matched so far: shorter names inside it are dropped
         for i in range(n_words):
@@ -586,6 +586,12 @@ class ExposureCut:
         return self.steps_before - self.steps_after
 
 
+@overload
+def apply_cut(cut: date | None, exposure_day: date) -> date: ...
+@overload
+def apply_cut(cut: date | None, exposure_day: None) -> date | None: ...
+@overload
+def apply_cut(cut: date | None, exposure_day: date | None) -> date | None: ...
 def apply_cut(cut: date | None, exposure_day: date | None) -> date | None:
     """`cut = min(d_known, t_close day - 1, exposure day)`: the exposure day joins the existing cut."""
     if exposure_day is None:
@@ -621,12 +627,17 @@ def report_dict(report: ExposureReport, cuts: Sequence[ExposureCut], excluded: S
     }
 
 
+def _frame(table: pa.Table) -> pl.DataFrame:
+    # `pl.from_arrow` is typed DataFrame | Series; a Table always gives a DataFrame
+    return cast(pl.DataFrame, pl.from_arrow(table))
+
+
 def _stored_visible(ws: Workspace, prefix: str, buffer_days: int) -> tuple[list[QuestionText], pl.DataFrame | None]:
     """The other source's kept events already in the workspace, as visible questions (and their rows)."""
     path = ws.events_table("events")
     if not path.exists():
         return [], None
-    ev = pl.from_arrow(read_table(path, schema.EVENTS)).filter(~pl.col("event_id").str.starts_with(prefix))
+    ev = _frame(read_table(path, schema.EVENTS)).filter(~pl.col("event_id").str.starts_with(prefix))
     out = []
     for r in ev.iter_rows(named=True):
         first = max(d for d in (r["start_day"], r["t_all"]) if d is not None) if r["start_day"] else None
@@ -668,11 +679,12 @@ def cut_exposed(run: BuildRun, ws: Workspace, kept: list[tuple[Candidate, Schedu
             out.append((c, s))
             continue
         before = len(s.steps)
-        s2 = replace(s, cut=apply_cut(s.cut, e.day))
+        new_cut = apply_cut(s.cut, e.day)
+        s2 = replace(s, cut=new_cut)
         after = len(s2.steps)
         c.metrics.update(cut=s2.cut, cut_by="cross_question", steps_offered=after)
         rec.update(cut=s2.cut, cut_by="cross_question", steps_offered=after, steps_cut_by_exposure=before - after)
-        cuts.append(ExposureCut(c.event_id, e, s.cut, s2.cut, before, after))  # type: ignore[arg-type]
+        cuts.append(ExposureCut(c.event_id, e, s.cut, new_cut, before, after))
         if not s2.steps:
             run.exclude(c.event_id, "schedule", "exposed_early",
                         f"exposed on {e.day} by {e.by} ({e.rule}/{e.where}: {e.words[:120]}), on or before the last "
@@ -693,8 +705,8 @@ def recut_stored(ws: Workspace, exposures: dict[str, Exposure]) -> list[str]:
     that source recomputes its exposures from scratch. Returns the event ids whose dates changed."""
     if not exposures:
         return []
-    ev = pl.from_arrow(read_table(ws.events_table("events"), schema.EVENTS))
-    sched = pl.from_arrow(read_table(ws.events_table("schedule"), schema.SCHEDULE))
+    ev = _frame(read_table(ws.events_table("events"), schema.EVENTS))
+    sched = _frame(read_table(ws.events_table("schedule"), schema.SCHEDULE))
     changed: list[str] = []
     drop: list[str] = []
     new_rows = []
@@ -724,10 +736,10 @@ def recut_stored(ws: Workspace, exposures: dict[str, Exposure]) -> list[str]:
     atomic_write_table(ws.events_table("schedule"), sched.to_arrow(), schema.SCHEDULE)
     if drop:
         for name in ("legs", "beliefs", "trades_daily"):
-            t = pl.from_arrow(read_table(ws.events_table(name), EVENT_TABLES[name]))
+            t = _frame(read_table(ws.events_table(name), EVENT_TABLES[name]))
             atomic_write_table(ws.events_table(name), t.filter(~pl.col("event_id").is_in(drop)).to_arrow(),
                                EVENT_TABLES[name])
-        exc = pl.from_arrow(read_table(ws.events_table("excluded"), schema.EXCLUDED))
+        exc = _frame(read_table(ws.events_table("excluded"), schema.EXCLUDED))
         add = pl.DataFrame([{"event_id": k, "stage": "schedule", "reason": "exposed_early",
                              "detail": f"exposed on {exposures[k].day} by {exposures[k].by} (a later build of the "
                                        "other source)"} for k in drop])

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import polars as pl
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     from forecast_env.envs.candidate import Candidate
     from forecast_env.envs.schedule import Schedule
 
-#: JSON-able report content.
-Report = dict[str, object]
+#: JSON-able report content (values of mixed types: counts, nested sections, lists).
+Report = dict[str, Any]
 
-#: The schedule record of one event (see `BuildRun.cuts`).
-Cut = dict[str, object]
+#: The schedule record of one event (see `BuildRun.cuts`): days, step counts, the rule that cut it.
+Cut = dict[str, Any]
 
 
 @dataclass
@@ -60,8 +60,8 @@ def schedule_rules(cuts: Mapping[str, Cut], exclusions: list[tuple[str, str, str
     excluded = Counter(reason for _, stage, reason, _ in exclusions if stage == "schedule")
     recs = list(cuts.values())
 
-    def n(pred: object) -> int:
-        return sum(1 for r in recs if pred(r))  # type: ignore[operator]
+    def n(pred: Callable[[Cut], bool]) -> int:
+        return sum(1 for r in recs if pred(r))
 
     return {
         "events_scheduled": len(recs),
@@ -166,12 +166,12 @@ def funnel(run: BuildRun, tables: Mapping[str, pa.Table], seconds: float) -> Rep
         k = sum(by_stage.get(stage, {}).values())
         remaining -= k
         rows.append({"stage": stage, "excluded": k, "remaining": remaining, "reasons": by_stage.get(stage, {})})
-    ev = pl.from_arrow(tables["events"])
+    ev = cast(pl.DataFrame, pl.from_arrow(tables["events"]))  # a Table gives a DataFrame
     by_split = dict(Counter(ev["split"].to_list())) if ev.height else {}
     by_type = dict(Counter(ev["type"].to_list())) if ev.height else {}
     by_split_type = ({f"{s}/{t}": k for (s, t), k in Counter(zip(ev["split"].to_list(), ev["type"].to_list())).items()}
                      if ev.height else {})
-    scr = pl.from_arrow(tables["screen"])
+    scr = cast(pl.DataFrame, pl.from_arrow(tables["screen"]))
     verdicts = dict(Counter(scr["verdict"].to_list())) if scr.height else {}
     return {
         "events_in": run.n_in,
@@ -198,7 +198,7 @@ def _totals(ws: Workspace) -> Report:
     path = ws.events_table("events")
     if not path.exists():
         return {}
-    ev = pl.from_arrow(read_table(path, schema.EVENTS))
+    ev = cast(pl.DataFrame, pl.from_arrow(read_table(path, schema.EVENTS)))
     return {"events": ev.height, "by_source": dict(Counter(ev["source"].to_list())),
             "by_split": dict(Counter(ev["split"].to_list()))}
 
@@ -220,9 +220,10 @@ def write_report(ws: Workspace, run: BuildRun, tables: Mapping[str, pa.Table], s
             report = {}
     report[run.source] = funnel(run, tables, seconds)
     report["totals"] = _totals(ws)
-    old_cuts = report.get("cuts") if isinstance(report.get("cuts"), dict) else {}
+    old = report.get("cuts")
+    old_cuts: dict[str, Cut] = old if isinstance(old, dict) else {}
     prefix = SOURCE_PREFIX[run.source]
-    cuts = {k: v for k, v in old_cuts.items() if not k.startswith(prefix)}  # type: ignore[union-attr]
+    cuts = {k: v for k, v in old_cuts.items() if not k.startswith(prefix)}
     cuts.update({k: _jsonable_cut(v) for k, v in run.cuts.items()})
     report["cuts"] = dict(sorted(cuts.items()))
     atomic_write_json(report_path, report)
