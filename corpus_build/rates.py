@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from forecast_env.corpus_build.merge import ROWS_PER_TASK
-
 #: CPU seconds per million articles, per merge phase. keys: MinHash signatures, URL and title keys of
 #: every part (parallel over parts, cached: an incremental build pays it for new parts only); pairs:
 #: the visibility order and the three stages' joins; store: the month shards and dropped tables
@@ -32,13 +30,17 @@ MERGE_BASE_BYTES = 142 * 2**20
 
 
 def merge_estimate(articles: int, largest_month: int | None = None, workers: int = 1,
-                   rows_per_task: int = ROWS_PER_TASK) -> dict[str, Any]:
+                   rows_per_task: int | None = None) -> dict[str, Any]:
     """Estimated CPU hours, wall hours on `workers` cores, peak memory and disk of one merge.
 
     `largest_month` defaults to a fifteenth of the articles (the paper's 15 months). Pair tasks are
     split into partitions of `rows_per_task` rows, so the driver's state is bounded by that, not by
     the corpus (the order columns excepted: about 80 bytes per article stay).
     """
+    if rows_per_task is None:
+        from forecast_env.corpus_build.merge import ROWS_PER_TASK
+
+        rows_per_task = ROWS_PER_TASK
     n = max(0, int(articles))
     month = int(largest_month if largest_month is not None else -(-n // 15))
     rates = MERGE_SECONDS_PER_MILLION
@@ -59,4 +61,19 @@ def merge_estimate(articles: int, largest_month: int | None = None, workers: int
     }
 
 
-__all__ = ["MERGE_BASE_BYTES", "MERGE_BYTES_PER_ARTICLE", "MERGE_SECONDS_PER_MILLION", "merge_estimate"]
+#: The merge's cost as linear rates, for planners that scale by kept articles: CPU seconds per article
+#: (all phases) and peak bytes per article at the paper's scale (20M articles, 15 months; the peak
+#: grows slower than the corpus, so this over-estimates smaller builds' memory per article).
+MERGE_COST: dict[str, float] = {
+    "core_s_per_article": sum(MERGE_SECONDS_PER_MILLION.values()) / 1e6,
+    "bytes_per_article": merge_estimate(20_000_000)["peak_memory_bytes"] / 20_000_000,
+}
+
+
+__all__ = [
+    "MERGE_BASE_BYTES",
+    "MERGE_BYTES_PER_ARTICLE",
+    "MERGE_COST",
+    "MERGE_SECONDS_PER_MILLION",
+    "merge_estimate",
+]
