@@ -576,13 +576,14 @@ EMBED_ARTICLES_PER_CORE_S = 92.2 / 2
 #: IVF training of the months: 781 s on 2 threads for 10M articles (RESULTS.md "Approximate (IVF)
 #: months", 10M build), as core-seconds per article.
 IVF_CORE_S_PER_ARTICLE = 781 * 2 / 10_000_000
-#: Disk per kept article: the store (~60 GB at ~20M articles, issue 21) and the index (22 GB at 10M,
-#: RESULTS.md "Approximate (IVF) months").
+#: Disk per kept article: the store (~60 GB at ~20M articles, issue 21; used only without
+#: `corpus_build.rates`, whose measured store size wins) and the index (22 GB at 10M, RESULTS.md
+#: "Approximate (IVF) months").
 STORE_BYTES_PER_ARTICLE = 60e9 / 20e6
 INDEX_BYTES_PER_ARTICLE = 22e9 / 10e6
 #: Searcher memory over a 10M index (RESULTS.md: 164 MB private after the searches).
 INDEX_SEARCH_BYTES = 164e6
-#: Merge (out-of-core dedup + shard writing) where `corpus_build.merge` exposes no measured cost:
+#: Merge (out-of-core dedup + shard writing) where `corpus_build.rates` is absent:
 #: estimates (in-memory merge of the `small` world: dedup 2.08 s + store 0.19 s for its ~9k kept).
 EST_MERGE_CORE_S_PER_ARTICLE = 2.27 / 9_000
 EST_MERGE_BYTES_PER_ARTICLE = 200.0
@@ -594,16 +595,16 @@ EST_EVENTS_PER_MONTH = 6_000
 HEAD_SAMPLE_PER_MONTH = 3
 
 
-def _merge_costs() -> tuple[float, float, bool]:
-    """(core-seconds per article, bytes per article, measured?) of the merge."""
+def _merge_plan(kept: float, workers: int) -> tuple[dict[str, Any], bool]:
+    """The merge's estimate: `corpus_build.rates.merge_estimate` (measured by bench_merge) when present."""
     try:
-        from forecast_env.corpus_build import merge
+        from forecast_env.corpus_build.rates import MERGE_BYTES_PER_ARTICLE, merge_estimate
     except ImportError:
-        return EST_MERGE_CORE_S_PER_ARTICLE, EST_MERGE_BYTES_PER_ARTICLE, False
-    cost = getattr(merge, "MERGE_COST", None)
-    if isinstance(cost, Mapping) and "core_s_per_article" in cost and "bytes_per_article" in cost:
-        return float(cost["core_s_per_article"]), float(cost["bytes_per_article"]), True
-    return EST_MERGE_CORE_S_PER_ARTICLE, EST_MERGE_BYTES_PER_ARTICLE, False
+        return {"cpu_hours": kept * EST_MERGE_CORE_S_PER_ARTICLE / 3600, "peak_memory_bytes": kept * EST_MERGE_BYTES_PER_ARTICLE,
+                "disk_bytes": 0.0, "store_bytes": kept * STORE_BYTES_PER_ARTICLE}, False
+    est = merge_estimate(int(kept), workers=workers)
+    return {**est, "keys_bytes": kept * MERGE_BYTES_PER_ARTICLE["keys_disk"],
+            "store_bytes": kept * MERGE_BYTES_PER_ARTICLE["store_disk"]}, True
 
 
 @dataclass
@@ -778,7 +779,7 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
     records = nbytes / 1e9 * EST_RECORDS_PER_GB
     kept = files * KEPT_PER_FILE
     workers = int(recipe.values["news"]["workers"] or recipe.corpus.get("execution", {}).get("workers") or 1)
-    merge_s, merge_b, merge_measured = _merge_costs()
+    merge, merge_measured = _merge_plan(kept, workers)
     rps = float(recipe.events["polymarket"]["requests_per_second"]) or 5.0
     pm = recipe.values["polymarket"]
     since, before = _iso(pm["closed_since"]), _iso(pm["closed_before"])
@@ -789,12 +790,14 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
         {"stage": "fetch", "core_hours": 0.0, "wall_hours": requests / rps / 3600, "memory": 0.3e9,
          "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)"},
         {"stage": "corpus", "core_hours": records / EXTRACT_RECORDS_PER_CORE_S / 3600, "memory": workers * WORKER_PEAK_BYTES,
-         "disk": kept * STORE_BYTES_PER_ARTICLE,
+         "disk": merge["store_bytes"],
          "basis": f"{workers} worker(s); {records:,.0f} records ({est}: {EST_RECORDS_PER_GB:,}/GB) at "
                   f"{EXTRACT_RECORDS_PER_CORE_S:g}/s/core; "
                   f"{kept:,.0f} kept ({KEPT_PER_FILE:,.0f}/file, the paper's rate)"},
-        {"stage": "merge", "core_hours": kept * merge_s / 3600, "memory": kept * merge_b, "disk": 0.0,
-         "basis": "measured (corpus_build.merge)" if merge_measured else f"{est}: in-memory merge of the small world"},
+        {"stage": "merge", "core_hours": merge["cpu_hours"], "memory": merge["peak_memory_bytes"],
+         "disk": merge.get("keys_bytes", 0.0),
+         "basis": "corpus_build.rates.merge_estimate (bench_merge, out of core)" if merge_measured
+         else f"{est}: in-memory merge of the small world"},
         {"stage": "index", "core_hours": kept / EMBED_ARTICLES_PER_CORE_S / 3600 + kept * IVF_CORE_S_PER_ARTICLE / 3600,
          "memory": INDEX_SEARCH_BYTES + 2e9, "disk": kept * INDEX_BYTES_PER_ARTICLE,
          "basis": f"embedding {EMBED_ARTICLES_PER_CORE_S:g} articles/s/core (int8-static ONNX) + IVF training"},
