@@ -136,12 +136,37 @@ def _tokenizer(texts: list[str]):
     return tok
 
 
-def _warm_start(model, tok, chats: list[list[dict]], tools: list, steps: int) -> float:
-    """Supervised steps on the assistant turns of the transcripts, rendered as GRPOTrainer renders rollouts."""
+def _forecast_rate(model, tok, rows: list[dict], tools: list, template: str) -> float:
+    """The share of sampled first turns (as GRPOTrainer samples them) that parse as a forecast tool call."""
     import torch
-    from trl.chat_template_utils import get_training_chat_template
+    from trl.chat_template_utils import parse_response
+
+    model.eval()
+    ok = total = 0
+    with torch.no_grad():
+        for row in rows:
+            prompt = tok.apply_chat_template(row["prompt"], tools=tools, add_generation_prompt=True, tokenize=True,
+                                             return_dict=True, chat_template=template)["input_ids"]
+            out = model.generate(torch.tensor([prompt] * 2), max_new_tokens=60, do_sample=True, temperature=1.0,
+                                 pad_token_id=tok.pad_token_id)
+            for seq in out[:, len(prompt):].tolist():
+                calls = parse_response(tok, seq, prefix=prompt, tools=tools).get("tool_calls") or []
+                ok += any(c.get("function", {}).get("name") == "forecast" for c in calls)
+                total += 1
+    model.train()
+    return ok / total
+
+
+def _warm_start(model, tok, chats: list[list[dict]], tools: list, rows: list[dict], max_steps: int = 480,
+                check_every: int = 40, target: float = 0.5) -> float:
+    """Supervised steps on the assistant turns of the transcripts, rendered as GRPOTrainer renders rollouts, until
+    at least `target` of sampled first turns are well-formed forecast calls (checked every `check_every` steps,
+    so the warm start does not depend on how fast this machine's arithmetic converges)."""
+    import torch
+    from trl.chat_template_utils import add_response_schema, get_training_chat_template
 
     template = get_training_chat_template(tok)
+    add_response_schema(tok)  # the parser GRPOTrainer would set for TRL's Qwen3 template
     batches = []
     for chat in chats:
         enc = tok.apply_chat_template(chat, tools=tools, tokenize=True, return_dict=True,
@@ -150,15 +175,17 @@ def _warm_start(model, tok, chats: list[list[dict]], tools: list, steps: int) ->
         batches.append((ids, ids.masked_fill(torch.tensor([enc["assistant_masks"]]) == 0, -100)))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.train()
-    loss = float("nan")
-    for i in range(steps):
+    rate = 0.0
+    for i in range(max_steps):
         ids, labels = batches[i % len(batches)]
-        out = model(input_ids=ids, labels=labels)
-        out.loss.backward()
+        model(input_ids=ids, labels=labels).loss.backward()
         opt.step()
         opt.zero_grad()
-        loss = out.loss.detach().item()
-    return loss
+        if (i + 1) % check_every == 0 and (i + 1) >= 2 * check_every:
+            rate = _forecast_rate(model, tok, rows, tools, template)
+            if rate >= target:
+                break
+    return rate
 
 
 @pytest.mark.slow
@@ -195,7 +222,7 @@ def test_grpo_trainer_trains_on_the_environments_rewards(micro_events: Path, tmp
                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=8192,
                              tie_word_embeddings=True, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         model = Qwen3ForCausalLM(config)
-        _warm_start(model, tok, chats, tools, steps=120)
+        assert _warm_start(model, tok, chats, tools, rows) >= 0.5
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
 
         # 2. GRPO on the environment's rewards (get_reward), every rollout recorded in the training run
@@ -213,8 +240,8 @@ def test_grpo_trainer_trains_on_the_environments_rewards(micro_events: Path, tmp
                 return reward
 
         args = GRPOConfig(output_dir=str(tmp_path / "grpo"), use_cpu=True, bf16=False, fp16=False, seed=0,
-                          per_device_train_batch_size=8, num_generations=4, max_steps=2, learning_rate=5e-3,
-                          max_completion_length=768, max_tool_calling_iterations=4, beta=0.0, temperature=0.8,
+                          per_device_train_batch_size=16, num_generations=8, max_steps=2, learning_rate=5e-3,
+                          max_completion_length=768, max_tool_calling_iterations=4, beta=0.0, temperature=1.0,
                           logging_steps=1, report_to="none", save_strategy="no", dataloader_num_workers=0)
         trainer = GRPOTrainer(model=model, args=args, processing_class=tok, train_dataset=envs.dataset(),
                               environment_factory=lambda: Recorded(envs.run))
