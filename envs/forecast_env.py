@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -139,7 +139,8 @@ class ForecastEnv(BaseEnv):
     index, shared page cache) at its first search.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    # gymnasium.Env declares `metadata` an instance attribute, so no ClassVar here (mypy: no override)
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
     def __init__(
         self,

@@ -232,8 +232,9 @@ class ChatClient:
                             f"{self.max_retries + 1} attempt(s): {last}")
 
 
-def parse_json_object(text: str) -> dict:
-    """The first JSON object in an LLM answer (code fences and surrounding prose tolerated)."""
+def parse_json_object(text: object) -> dict:
+    """The first JSON object in an LLM answer (code fences and surrounding prose tolerated); anything
+    but text (a missing `content`) is a ValueError like an unreadable answer."""
     if not isinstance(text, str):
         raise ValueError("answer is not text")
     t = re.sub(r"```(?:json)?", "", text)

@@ -287,8 +287,9 @@ def check_args(parsed: ParsedAction, max_k: int, default_k: int, default_mode: s
         return {"doc_id": _str(args["doc_id"], "doc_id", tool).strip()}
     if tool == "notebook_add":
         date_observed = _str(args["date_observed"], "date_observed", tool, nonempty=False)
-        out = {"claim": _str(args["claim"], "claim", tool), "date_observed": date_observed[:64],
-               "doc_ids": _str_list(args["doc_ids"], "doc_ids", tool)}
+        out: dict[str, Any] = {"claim": _str(args["claim"], "claim", tool),
+                               "date_observed": date_observed[:64],
+                               "doc_ids": _str_list(args["doc_ids"], "doc_ids", tool)}
         if world:
             out["question_ids"] = _str_list(args.get("question_ids") or [], "question_ids", tool)
         return out

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -99,7 +99,8 @@ class ForecastWorldEnv(BaseEnv):
     `ForecastEnv` plus `world_base_calls`, `world_calls_per_question`, `world_page_size`).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    # gymnasium.Env declares `metadata` an instance attribute, so no ClassVar here (mypy: no override)
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
     TOOL_NAMES = tools.WORLD_TOOL_NAMES
     WORLD_ARGS = True
     OVER_MESSAGE = "the world is over; call reset() to start again"
