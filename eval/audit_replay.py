@@ -140,7 +140,7 @@ def play_events(inputs: AuditInputs, event_ids: Sequence[str], agent_factory: Ca
     for i, eid in items:
         agent = agent_factory(i)
         run_episode(env, agent, seed=episode_seed(seed, eid), event_id=eid, rollout=0)
-        logs.append(json.loads(json.dumps(env.unwrapped.episode_log(), default=str)))
+        logs.append(json.loads(json.dumps(env.episode_log(), default=str)))  # env is unwrapped (no wrapper)
     return logs  # not closed: the searcher is shared with the other checks
 
 

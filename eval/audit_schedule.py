@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -106,6 +106,11 @@ def _col(row: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
+def _kept_day(row: Mapping[str, Any], *names: str) -> date:
+    # start, end and close are set on every kept event (the build scheduled it from them): typed as a date
+    return cast(date, as_day(_col(row, *names)))
+
+
 def raw_known_days(inputs: AuditInputs, event_ids: list[str], threshold: float = 0.97) -> dict[str, date | None]:
     """`d_known` recomputed from the raw CLOB price histories of the Polymarket cache (independent code).
 
@@ -122,7 +127,7 @@ def raw_known_days(inputs: AuditInputs, event_ids: list[str], threshold: float =
     legs = inputs.legs.filter(pl.col("event_id").is_in(event_ids)).sort(["event_id", "option_index"])
     out: dict[str, date | None] = {}
     for (eid,), df in legs.group_by(["event_id"], maintain_order=True):
-        series = []
+        series: list[list[tuple[float, float]]] = []  # per leg: (time, price) points
         rows = df.to_dicts()
         for i, leg in enumerate(rows):
             close = leg.get("leg_close")
@@ -174,9 +179,9 @@ def schedule_inputs(inputs: AuditInputs, events: pl.DataFrame, day_counts: Mappi
         t_all = as_day(_col(r, "t_all")) or (max(starts.values()) if starts else None)
         out[eid] = ScheduleInputs(
             event_id=eid, options=tuple(r["options"] or []), label=r["label"],
-            start_day=as_day(_col(r, "start_day", "t_start")), t_all=t_all,
-            end_day=as_day(_col(r, "end_day", "t_end", "close_day")),
-            close_day=as_day(_col(r, "close_day", "t_close")), d_known=as_day(_col(r, "d_known")),
+            start_day=_kept_day(r, "start_day", "t_start"), t_all=t_all,
+            end_day=_kept_day(r, "end_day", "t_end", "close_day"),
+            close_day=_kept_day(r, "close_day", "t_close"), d_known=as_day(_col(r, "d_known")),
             option_start=starts, beliefs=beliefs.get(eid, {}), day_counts=day_counts, config=config,
             exposure_day=as_day(_col(r, "exposure_day")))
     return out

@@ -33,10 +33,10 @@ import math
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -293,9 +293,9 @@ def find_mentions(visible: Mapping[str, Visible], events: pl.DataFrame) -> tuple
             skipped[r["event_id"]] = "an empty option name"
         if len(set(names)) < len(names):
             skipped[r["event_id"]] = "identical option names"
-        for o, n in zip(opts, names):
-            ws = tuple(_WORDS.findall(n))
-            if not ws or n in _GENERIC or names.count(n) > 1:
+        for o, name in zip(opts, names):
+            ws = tuple(_WORDS.findall(name))
+            if not ws or name in _GENERIC or names.count(name) > 1:
                 continue
             by_name[ws].append((r["event_id"], o))
     lengths = sorted({len(k) for k in by_name}, reverse=True)
@@ -385,7 +385,7 @@ def direct_count(events: pl.DataFrame, schedule: pl.DataFrame, visible: Mapping[
         n += 1
         lab = label[eid]
         opts = options[eid]
-        hit = None
+        hit: dict[str, str | None] | None = None
         if set(o.lower() for o in opts) <= {"yes", "no"}:
             for s in st_by_event.get(eid, ()):
                 if _on(visible, s.by, s.version, d):
@@ -494,9 +494,11 @@ def run_sibling_probe(rows: pl.DataFrame, train_split: str, eval_split: str, st:
     else:
         verdict, reason = PASS, f"probe - reference = {est.value:+.4f} [{est.lo:+.4f}, {est.hi:+.4f}]"
     weights = prb.beta[-len(SIBLING_FEATURES):]
-    out.update(verdict=verdict, reason=reason, brier_reference=float(per["ref"].mean()),
-               brier_probe=float(per["probe"].mean()), difference=est.value, ci_low=est.lo, ci_high=est.hi,
-               half_width=half, sibling_weights={c: round(float(w), 4) for c, w in zip(SIBLING_FEATURES, weights)})
+    # a Float64 column's mean is a float (polars types Series.mean() as any scalar)
+    out.update(verdict=verdict, reason=reason, brier_reference=float(cast(float, per["ref"].mean())),
+               brier_probe=float(cast(float, per["probe"].mean())), difference=est.value, ci_low=est.lo,
+               ci_high=est.hi, half_width=half,
+               sibling_weights={c: round(float(w), 4) for c, w in zip(SIBLING_FEATURES, weights)})
     return out
 
 
@@ -536,7 +538,7 @@ def simulated_rows(n_events: int, leak_share: float, seed: int = 0) -> pl.DataFr
 
 def probe_power(st: ProbeSettings, n_events: int = 600) -> dict[str, Any]:
     """The probe's verdicts on a simulated table with and without a planted leak (its power and size)."""
-    out = {"events": n_events}
+    out: dict[str, Any] = {"events": n_events}
     for name, share in (("leak_30pct", 0.3), ("no_leak", 0.0)):
         res = run_sibling_probe(simulated_rows(n_events, share, seed=st.seed), "train", "eval", st)
         out[name] = {"verdict": res["verdict"], "difference": round(float(res.get("difference", 0.0)), 4),
@@ -591,9 +593,11 @@ def check_siblings(inputs: AuditInputs, settings: AuditSettings) -> CheckResult:
     max_share = float(getattr(settings, "max_sibling_share", 0.01))
     count_ok = count["share"] <= max_share
 
-    describe = None
+    describe: Callable[[str | None, date], str] | None = None
     try:
-        from forecast_env.envs.descriptions import description_as_of as describe
+        from forecast_env.envs.descriptions import description_as_of
+
+        describe = description_as_of
     except ImportError:  # pragma: no cover - the build's description cut is part of the package
         pass
     rows = structure_rows(events, inputs.schedule, describe)
