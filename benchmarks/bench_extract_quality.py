@@ -14,6 +14,18 @@ folders. Formats read (detected by what the folder holds):
 - ``readability``: mozilla/readability's ``test/test-pages/<name>/{source,expected}.html``; only real
   pages (source >= 10 KB) count, the truth is the text of ``expected.html`` (hand-curated
   Readability.js output). Get it with ``git clone https://github.com/mozilla/readability``.
+- ``trafilatura_eval``: adbar/trafilatura's ``tests/evaldata.json`` + ``tests/eval/`` (990 pages with
+  must-contain / must-not-contain snippets; scored by them).
+- ``wcxb_dev`` / ``wcxb_test``: the WCXB benchmark (Murrough-Foley/web-content-extraction-benchmark,
+  CC-BY-4.0): ``{dev,test}/{html,ground-truth}``, full bodies, snippets and page types
+  (``--kinds article`` keeps the articles, the default).
+- ``goose3``: goose3's ``tests/data/content/*.{html,json}`` (the expected opening of each body, scored
+  as one snippet).
+- ``newspaper``: newspaper4k's ``tests/data/{html,txt}`` (full expected bodies).
+
+Name each set as its loader (``--set wcxb_test=PATH``). Rows are given for all pages and for English
+pages (fastText lid.176 >= 0.65 on the truth, else on snippets + visible text); with ``--baseline``
+every other system is compared with it per page (paired bootstrap of F1 and recall, 95%).
 
 Usage::
 
