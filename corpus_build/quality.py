@@ -100,7 +100,7 @@ class DocumentFilter(Protocol):
     def filter(self, text: str) -> FilterResult: ...
 
 
-def _drop(reason: str, detail: str, text: str) -> FilterResult:
+def _drop(reason: str, detail: str | None, text: str) -> FilterResult:
     return FilterResult(False, reason, detail, text)
 
 
