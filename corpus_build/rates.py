@@ -2,7 +2,8 @@
 
 Every figure comes from `benchmarks/bench_merge.py` (benchmarks/RESULTS.md, section "Corpus merge out
 of core (issue 21)"): synthetic parts of 250k and 1M articles with bodies of about 3,600
-characters and 13% planted duplicates, merged on the project's 2-core machine. CPU figures are
+characters and 13% planted duplicates, merged on the project's 2-core machine, and the dedup passes
+alone on keys of 250k, 1M and 5M articles. CPU figures are
 CPU seconds (one core), measured while other work shared the machine, so wall time there was
 several times longer; memory figures are the merging process's peak resident memory (VmHWM).
 """
@@ -11,31 +12,36 @@ from __future__ import annotations
 
 from typing import Any
 
-#: CPU seconds per million articles, per merge phase. keys: MinHash signatures, URL and title keys of
-#: every part (parallel over parts, cached: an incremental build pays it for new parts only); pairs:
-#: the visibility order and the three stages' joins; store: the month shards and dropped tables
-#: (zstd). The in-memory merge it replaced spent about the same CPU, on one core.
-MERGE_SECONDS_PER_MILLION: dict[str, float] = {"keys": 276.0, "pairs": 14.0, "store": 45.0}
+#: CPU seconds per million articles, per merge phase (the 1M run). keys: MinHash signatures, URL and
+#: title keys of every part (parallel over parts, cached: an incremental build pays it for new parts
+#: only); pairs: the visibility order and the three stages' joins; store: the month shards and
+#: dropped tables (zstd). The in-memory merge it replaced spent about the same CPU, on one core.
+MERGE_SECONDS_PER_MILLION: dict[str, float] = {"keys": 334.5, "pairs": 14.4, "store": 45.7}
 
-#: Bytes per article. driver: the merging process's state while it finds pairs (order columns,
-#: ranks, one band's keys), on top of MERGE_BASE_BYTES; month: extra peak while a month shard is
-#: assembled, per article of that month; keys_disk: the keys sidecars; store_disk: the month shards
-#: and dropped tables; in_memory: the in-memory merge's peak, for comparison (not used by the planner).
+#: Bytes of the merging process's peak memory, per unit. order: per article of the corpus, while the
+#: visibility order is computed (the largest dedup step: 1,258 MB at 5M articles); state: per article,
+#: kept through the later phases (ranks, ids); pair_task_row: per article of one pair task (at most
+#: ROWS_PER_TASK); month_row: per article of the month shard being assembled (its rows about 4x:
+#: read, sorted copy, compressed bytes, report columns); dropped_row: per row of the dropped-stage table being
+#: written; keys_disk / store_disk: the keys sidecars / the store (shards and dropped tables, two
+#: dropped rows per article) on disk; in_memory: the in-memory merge's peak (3,214 MB at 250k; 1M
+#: passed 8 GB), for comparison only.
 MERGE_BYTES_PER_ARTICLE: dict[str, float] = {
-    "driver": 1108.0, "month": 2000.0, "keys_disk": 526.0, "store_disk": 1370.0, "in_memory": 12290.0,
+    "order": 200.0, "state": 80.0, "pair_task_row": 600.0, "month_row": 14_000.0, "dropped_row": 450.0,
+    "keys_disk": 526.0, "store_disk": 1363.0, "in_memory": 12_290.0,
 }
 
 #: The merging process before it reads a part (interpreter, polars, pyarrow).
-MERGE_BASE_BYTES = 142 * 2**20
+MERGE_BASE_BYTES = 143 * 2**20
 
 
 def merge_estimate(articles: int, largest_month: int | None = None, workers: int = 1,
-                   rows_per_task: int | None = None) -> dict[str, Any]:
+                   rows_per_task: int | None = None, dropped_largest_stage: int | None = None) -> dict[str, Any]:
     """Estimated CPU hours, wall hours on `workers` cores, peak memory and disk of one merge.
 
-    `largest_month` defaults to a fifteenth of the articles (the paper's 15 months). Pair tasks are
-    split into partitions of `rows_per_task` rows, so the driver's state is bounded by that, not by
-    the corpus (the order columns excepted: about 80 bytes per article stay).
+    `largest_month` defaults to a fifteenth of the articles (the paper's 15 months) and
+    `dropped_largest_stage` (the rows of the biggest dropped-stage table) to one per article, both
+    marked as estimates. Pair tasks hold at most `rows_per_task` articles each.
     """
     if rows_per_task is None:
         from forecast_env.corpus_build.merge import ROWS_PER_TASK
@@ -43,19 +49,25 @@ def merge_estimate(articles: int, largest_month: int | None = None, workers: int
         rows_per_task = ROWS_PER_TASK
     n = max(0, int(articles))
     month = int(largest_month if largest_month is not None else -(-n // 15))
-    rates = MERGE_SECONDS_PER_MILLION
-    cpu_s = {phase: rate * n / 1e6 for phase, rate in rates.items()}
+    dropped = int(dropped_largest_stage if dropped_largest_stage is not None else n)
+    b = MERGE_BYTES_PER_ARTICLE
+    cpu_s = {phase: rate * n / 1e6 for phase, rate in MERGE_SECONDS_PER_MILLION.items()}
     # only the keys pass runs on several workers locally; pairs and store run one task at a time
     wall_s = cpu_s["keys"] / max(1, workers) + cpu_s["pairs"] + cpu_s["store"]
-    per_task = min(n, max(1, rows_per_task))
-    driver = MERGE_BASE_BYTES + MERGE_BYTES_PER_ARTICLE["driver"] * per_task + 80 * max(0, n - per_task)
-    peak = max(driver, MERGE_BASE_BYTES + 80 * n + MERGE_BYTES_PER_ARTICLE["month"] * month)
+    per_task = min(n, -(-n // max(1, -(-n // max(1, rows_per_task))))) if n else 0
+    state = MERGE_BASE_BYTES + b["state"] * n
+    peaks = {
+        "order": MERGE_BASE_BYTES + b["order"] * n,
+        "pairs": state + b["pair_task_row"] * per_task,
+        "store": state + max(b["month_row"] * month, b["dropped_row"] * dropped),
+    }
     return {
         "cpu_hours": round(sum(cpu_s.values()) / 3600, 3),
         "cpu_hours_per_phase": {k: round(v / 3600, 3) for k, v in cpu_s.items()},
         "wall_hours": round(wall_s / 3600, 3),
-        "peak_memory_bytes": int(peak),
-        "disk_bytes": int((MERGE_BYTES_PER_ARTICLE["keys_disk"] + MERGE_BYTES_PER_ARTICLE["store_disk"]) * n),
+        "peak_memory_bytes": int(max(peaks.values())),
+        "peak_memory_bytes_per_phase": {k: int(v) for k, v in peaks.items()},
+        "disk_bytes": int((b["keys_disk"] + b["store_disk"]) * n),
         "estimate": True,
         "source": "benchmarks/RESULTS.md: Corpus merge out of core (issue 21)",
     }

@@ -293,5 +293,10 @@ def test_merge_estimate_is_bounded_by_the_task_size() -> None:
     assert small["cpu_hours"] == round(sum(MERGE_SECONDS_PER_MILLION.values()) / 3600, 3)
     assert big["cpu_hours"] == pytest.approx(20 * small["cpu_hours"], rel=1e-2)
     assert big["wall_hours"] < big["cpu_hours"] and big["disk_bytes"] == 20 * small["disk_bytes"]
-    # memory: 20x the articles, far less than 20x the peak (partitions bound the pair tasks)
-    assert big["peak_memory_bytes"] < 10 * small["peak_memory_bytes"]
+    # the pair tasks are bounded by their partition: 20x the articles, far less than 20x their peak
+    pairs = [e["peak_memory_bytes_per_phase"]["pairs"] for e in (small, big)]
+    assert pairs[1] < 6 * pairs[0]
+    # the store follows the largest month, not the corpus
+    same_month = [merge_estimate(n, largest_month=100_000, dropped_largest_stage=100_000) for n in (1_000_000, 20_000_000)]
+    stores = [e["peak_memory_bytes_per_phase"]["store"] for e in same_month]
+    assert stores[1] - stores[0] == pytest.approx(19_000_000 * 80, rel=1e-6)  # the ranks and ids only
