@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import polars as pl
 import pyarrow as pa
@@ -438,9 +438,10 @@ def consolidate(run_dir: str | Path, workspace: str | Path, run_id: str, event_i
             "notebook": len(rows["notebook"])}
 
 
-MARKET_SCHEMA = {"event_id": pl.String, "step": pl.Int32, "steps_total": pl.Int32, "forecast_date": pl.Date,
-                 "options": pl.List(pl.String), "probs": pl.List(pl.Float64), "label": pl.String,
-                 "brier": pl.Float64, "accuracy": pl.Float64}
+MARKET_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "event_id": pl.String, "step": pl.Int32, "steps_total": pl.Int32, "forecast_date": pl.Date,
+    "options": pl.List(pl.String), "probs": pl.List(pl.Float64), "label": pl.String,
+    "brier": pl.Float64, "accuracy": pl.Float64}
 
 
 def event_tables(workspace: str | Path, event_ids: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -449,11 +450,15 @@ def event_tables(workspace: str | Path, event_ids: Sequence[str]) -> tuple[pl.Da
     from forecast_env import scoring
 
     ws = Workspace.at(workspace)
-    ev = pl.from_arrow(read_table(ws.events_table("events"), schema.EVENTS)).filter(pl.col("event_id").is_in(event_ids))
-    sched = pl.from_arrow(read_table(ws.events_table("schedule"), schema.SCHEDULE)).filter(
-        pl.col("event_id").is_in(event_ids))
-    beliefs = pl.from_arrow(read_table(ws.events_table("beliefs"), schema.BELIEFS)).filter(
-        pl.col("event_id").is_in(event_ids))
+
+    def frame(name: str, sch: pa.Schema) -> pl.DataFrame:
+        # `pl.from_arrow` is typed DataFrame | Series; a Table always gives a DataFrame
+        table = cast(pl.DataFrame, pl.from_arrow(read_table(ws.events_table(name), sch)))
+        return table.filter(pl.col("event_id").is_in(event_ids))
+
+    ev = frame("events", schema.EVENTS)
+    sched = frame("schedule", schema.SCHEDULE)
+    beliefs = frame("beliefs", schema.BELIEFS)
     events = (ev.select("event_id", "question", "type", "category", "options", "label", "split")
               .join(sched.group_by("event_id").agg(pl.col("steps_total").max()), on="event_id", how="left")
               .sort("event_id"))
