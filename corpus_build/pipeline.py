@@ -50,17 +50,22 @@ from forecast_env.store import (
 )
 
 #: Config keys that change what `process_warc` produces (a change invalidates every part).
-PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "language", "quality", "timestamps", "leakage")
+PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "extract", "language", "quality", "timestamps", "leakage")
+#: Config keys that change a part but not the corpus (excluded from the snapshot id): diagnostics only.
+DIAGNOSTIC_KEYS = ("keep_dropped_text",)  # set by `build_corpus(keep_dropped_text=True)`
+#: Characters of a dropped record's text kept with `--keep-dropped-text` (the `text_head` column).
+DROPPED_TEXT_CHARS = 500
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution", "source")  # source: where files are served from and how politely
 #: Sections only the index build and the searcher read: they do not change which articles the corpus
 #: holds, so the corpus snapshot id leaves them out (the index has its own hash).
 INDEX_KEYS = ("embed", "index", "retrieval")
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 7  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
+PART_VERSION = 8  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
 # 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
 # 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc;
-# 7: quality profiles (news | paper), FineWeb line rules on non-empty lines, Gopher distinct stop words
+# 7: quality profiles (news | paper), FineWeb line rules on non-empty lines, Gopher distinct stop words;
+# 8: extract.body_mode, dropped rows carry text_head
 
 _WORKER: dict[str, Any] = {}
 
@@ -77,8 +82,28 @@ def make_doc_id(record_id: str | None, url: str | None, crawl_time: datetime | N
 
 
 def per_file_config_hash(cfg: dict[str, Any]) -> str:
-    """Hash of the config keys that the per-WARC stages read (quality: the resolved thresholds)."""
-    return config_hash({**{k: cfg.get(k) for k in PER_FILE_KEYS}, "quality": _resolved_quality(cfg)})
+    """Hash of the config keys that the per-WARC stages read (quality: the resolved thresholds; extract:
+    the resolved body mode; `keep_dropped_text` only when set, as it changes the dropped rows)."""
+    blob = {**{k: cfg.get(k) for k in PER_FILE_KEYS}, "quality": _resolved_quality(cfg),
+            "extract": _resolved_extract(cfg)}
+    blob.update({k: True for k in DIAGNOSTIC_KEYS if cfg.get(k)})
+    return config_hash(blob)
+
+
+def body_mode_of(cfg: dict[str, Any]) -> str:
+    """The configured `extract.body_mode` (default `own`), checked against `body.BODY_MODES`."""
+    from forecast_env.corpus_build.body import BODY_MODES
+
+    mode = str((cfg.get("extract") or {}).get("body_mode") or "own")
+    if mode not in BODY_MODES:
+        raise CorpusError(f"config extract.body_mode = {mode!r} is not known; choose one of {', '.join(BODY_MODES)}")
+    return mode
+
+
+def _resolved_extract(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The extract settings the build uses (a missing section = the defaults), so hashes do not differ
+    between a config that spells the default out and one that leaves it off."""
+    return {"body_mode": body_mode_of(cfg)}
 
 
 def _resolved_quality(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +116,12 @@ def _resolved_quality(cfg: dict[str, Any]) -> dict[str, Any]:
 def snapshot_config_hash(cfg: dict[str, Any]) -> str:
     """Hash of the config minus execution settings (workers and engine do not change a corpus) and the
     index and search settings (embedding, IVF, BM25 and fusion parameters do not either)."""
-    kept = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS + INDEX_KEYS}
+    kept = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS + INDEX_KEYS + DIAGNOSTIC_KEYS}
     if "quality" in kept:
         kept["quality"] = _resolved_quality(cfg)
+    kept.pop("extract", None)  # the default body mode leaves the id as before the key existed
+    if body_mode_of(cfg) != "own":
+        kept["extract"] = _resolved_extract(cfg)
     return config_hash(kept)
 
 
@@ -113,11 +141,14 @@ def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
     key = per_file_config_hash(cfg)
     if _WORKER.get("key") != key:
         from forecast_env.corpus_build.langid import LanguageIdentifier
-        from forecast_env.corpus_build.quality import build_filters
+        from forecast_env.corpus_build.quality import PROFILE_NAMES, active_profile, build_filters
 
         lid = _WORKER.get("lid") or LanguageIdentifier()
         _WORKER.clear()
-        _WORKER.update(key=key, lid=lid, filters=build_filters(cfg.get("quality") or {}))
+        qcfg = cfg.get("quality") or {}
+        profile = active_profile(qcfg)
+        others = {name: build_filters(qcfg, name) for name in PROFILE_NAMES if name != profile}
+        _WORKER.update(key=key, lid=lid, filters=build_filters(qcfg), profile=profile, other_filters=others)
     return _WORKER
 
 
@@ -177,7 +208,20 @@ class FileRun:
             "kept": self._kept,
             "dropped": self._dropped,
             "seconds": round(time.perf_counter() - t0, 3),
+            "quality_profiles": self._profile_counts,
         }
+
+    def _other_profiles(self, body: str, res: Any) -> None:
+        """Count what each other quality profile would decide on the same body (the funnel shows it)."""
+        from forecast_env.corpus_build.quality import apply_filters
+
+        for name, filters in self._tools["other_filters"].items():
+            alt = apply_filters(body, filters)
+            if alt.keep == res.keep:
+                continue
+            entry = self._profile_counts.setdefault(name, {"would_keep": {}, "would_drop": {}})
+            side, reason = ("would_keep", res.reason) if alt.keep else ("would_drop", alt.reason)
+            entry[side][reason or "unknown"] = entry[side].get(reason or "unknown", 0) + 1
 
     def _stages(self, reader: WarcReader) -> Iterator[tuple[pa.Table, pa.Table]]:
         from forecast_env.corpus_build.extract import extract_page, normalize_text
@@ -185,6 +229,7 @@ class FileRun:
         cfg = self.cfg
         self._tools = _tools(cfg)
         self._kept = self._dropped = 0
+        self._profile_counts: dict[str, dict[str, dict[str, int]]] = {}  # other profile -> would keep/drop
         self._start, self._end = _as_date(cfg.get("corpus_start")), _as_date(cfg.get("corpus_end"))
         self._min_score = float(cfg["language"]["min_english_score"])
         ts_cfg = cfg.get("timestamps") or {}
@@ -193,14 +238,17 @@ class FileRun:
 
         self._visibility = check_visibility(str(ts_cfg.get("visibility", "conservative")))  # before any record
         self._leak_on = bool((cfg.get("leakage") or {}).get("enabled", True))
+        body_mode = body_mode_of(cfg)
+        keep_text = bool(cfg.get("keep_dropped_text"))
         name = self.name
         dropped: list[dict] = []
         pages: list = []
 
         def drop(stage: str, reason: str, url: str | None, offset: int, doc_id: str | None = None,
-                 detail: str | None = None) -> None:
+                 detail: str | None = None, text: str | None = None) -> None:
+            head = text[:DROPPED_TEXT_CHARS] if keep_text and text else None
             dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
-                            "stage": stage, "reason": reason, "detail": detail, "dup_of": None})
+                            "stage": stage, "reason": reason, "detail": detail, "dup_of": None, "text_head": head})
 
         for item in reader:
             if isinstance(item, ReadDrop):
@@ -208,7 +256,7 @@ class FileRun:
             else:
                 doc_id = make_doc_id(item.record_id, item.url, item.crawl_time)
                 try:
-                    ext = extract_page(item.html, item.url)
+                    ext = extract_page(item.html, item.url, body_mode=body_mode)
                     title = normalize_text(ext.title) if ext.title else None
                     summary = normalize_text(ext.summary) if ext.summary else None
                     body = normalize_text(ext.body) if ext.body else ""
@@ -239,26 +287,28 @@ class FileRun:
         scores = tools["lid"].english_scores([p[5] for p in pages]) if pages else []
         for (item, doc_id, ext, title, summary, body), score in zip(pages, scores):
             if score < self._min_score:
-                drop("lang", "not_english", item.url, item.offset, doc_id, f"{score:.3f}")
+                drop("lang", "not_english", item.url, item.offset, doc_id, f"{score:.3f}", body)
                 continue
             try:
                 res = apply_filters(body, tools["filters"])
+                self._other_profiles(body, res)
                 if not res.keep:
-                    drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail)
+                    drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail, body)
                     continue
                 body = res.text if res.text is not None else body
                 ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year,
                                        self._visibility)
                 if start is not None and ts.day < start:
-                    drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat())
+                    drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat(), body)
                     continue
                 if end is not None and ts.day > end:
-                    drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat())
+                    drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat(), body)
                     continue
                 flag, why = screen_leakage(body, title, ts.visible_at) if self._leak_on else (False, None)
                 market_quote = find_market_quote(body, title, summary) is not None
             except Exception as exc:
-                drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
+                drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300],
+                     body)
                 continue
             kept.append({
                 "doc_id": doc_id, "url": item.url, "canonical_url": ext.canonical_url or None,
@@ -530,6 +580,7 @@ def build_corpus(
     progress: bool = True,
     on_file_done: Callable[[str], None] | None = None,
     keep_warc: str | Path | None = None,
+    keep_dropped_text: bool = False,
 ) -> dict[str, Any]:
     """Build (or update) the corpus of `workspace` from WARC files; returns the build summary.
 
@@ -538,12 +589,16 @@ def build_corpus(
     dedup and the store always cover all inputs, so the result equals a from-scratch build.
     `on_file_done(path)` is called after each new part. A file whose transfer failed is left out,
     listed in `summary["transfer"]["failed"]` and counted in `counts["files_failed"]`; a rerun
-    retries it.
+    retries it. `keep_dropped_text` stores the first `DROPPED_TEXT_CHARS` characters of each dropped
+    record's text in the dropped tables (`text_head`, for `corpus why`): a different part, the same
+    snapshot id.
     """
     from forecast_env.corpus_build.report import build_report, render_markdown
 
     t_start = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
+    if keep_dropped_text:
+        cfg = {**cfg, "keep_dropped_text": True}
     exec_cfg = cfg.get("execution") or {}
     if engine not in ENGINES:
         raise CorpusError(f"engine {engine!r} is not known; choose local or ray")

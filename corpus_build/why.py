@@ -10,7 +10,8 @@ article's canonical link counts too. Each record comes back as one of
 - ``dropped``: the stage, reason code and detail of its drop (read, extract, lang, quality, time);
 - ``duplicate``: removed by dedup, with the article it duplicates (that article's URL and day);
 
-and a URL with no record at all is ``never seen`` (the CLI exits 3 for it, so scripts can tell).
+a dropped record built with `corpus build --keep-dropped-text` also shows the first characters of its
+text (`text_head`); and a URL with no record at all is ``never seen`` (the CLI exits 3 for it, so scripts can tell).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class RecordStatus:
     dup_of: str | None = None  # duplicate: the doc id of the earlier article
     dup_of_url: str | None = None
     dup_of_day: str | None = None
+    text_head: str | None = None  # dropped: the first characters of its text (`corpus build --keep-dropped-text`)
 
 
 @dataclass
@@ -90,7 +92,8 @@ def explain_url(workspace: str | Path, url: str) -> WhyAnswer:
                 "warc_offset"]
     articles = _read(ws.article_shards(), art_cols)
     dropped = _read(sorted(ws.dropped_dir.glob("*.parquet")),
-                    ["doc_id", "url", "warc_file", "warc_offset", "stage", "reason", "detail", "dup_of"])
+                    ["doc_id", "url", "warc_file", "warc_offset", "stage", "reason", "detail", "dup_of",
+                     "text_head"])
     records: list[RecordStatus] = []
     if articles.height:
         hit = articles.filter((_key_col("url") == key) | (_key_col("canonical_url").fill_null("") == key))
@@ -107,7 +110,8 @@ def explain_url(workspace: str | Path, url: str) -> WhyAnswer:
         for r in hit.iter_rows(named=True):
             status = "duplicate" if r["stage"] == "dedup" else "dropped"
             rec = RecordStatus(status, r["doc_id"], r["url"], r["warc_file"], r["warc_offset"], stage=r["stage"],
-                               reason=r["reason"], detail=r["detail"], dup_of=r["dup_of"])
+                               reason=r["reason"], detail=r["detail"], dup_of=r["dup_of"],
+                               text_head=r.get("text_head"))
             if status == "duplicate" and r["dup_of"] in by_id:
                 rec.dup_of_url = by_id[r["dup_of"]]["url"]
                 rec.dup_of_day = str(by_id[r["dup_of"]]["day"])
@@ -132,4 +136,7 @@ def render_why(answer: WhyAnswer) -> str:
         else:
             detail = f" ({r.detail})" if r.detail else ""
             lines.append(f"  dropped    stage {r.stage}: {r.reason}{detail}  doc {r.doc_id}  {where}")
+        if r.text_head:
+            head = " ".join(r.text_head.split())
+            lines.append(f"             text: {head}")
     return "\n".join(lines) + "\n"

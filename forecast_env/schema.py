@@ -59,6 +59,7 @@ DROPPED = pa.schema(
         ("reason", pa.string()),  # one of CORPUS_REASONS[stage]
         ("detail", pa.string()),  # free text (e.g. the measured value), may be null
         ("dup_of", pa.string()),  # dedup stage: doc_id of the earlier article, else null
+        ("text_head", pa.string()),  # `corpus build --keep-dropped-text`: first 500 chars of its text, else null
     ]
 )
 

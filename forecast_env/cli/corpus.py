@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--engine", choices=ENGINES, default=None, help="executor (default: config)")
     b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument("--keep-dropped-text", action="store_true",
+                   help="store the first 500 characters of each dropped record's text (shown by `corpus why`; "
+                   "redoes the parts, keeps the snapshot id)")
     add_common(b, ["corpus"])
     b.set_defaults(func=run_build)
     r = csub.add_parser("report", help="print the corpus funnel (Markdown)")
@@ -72,7 +75,8 @@ def run_build(args: argparse.Namespace) -> int:
 
     sources = resolve_sources(spec_from_args(args), cfg, args.workspace)
     summary = build_corpus(sources, args.workspace, config=cfg, workers=args.workers, engine=engine,
-                           progress=not args.no_progress, keep_warc=args.keep_warc)
+                           progress=not args.no_progress, keep_warc=args.keep_warc,
+                           keep_dropped_text=args.keep_dropped_text)
     print(render_summary(summary))
     for line in report_transfer(summary):
         print(line)

@@ -74,3 +74,38 @@ def test_cli_exit_codes_and_json(why_ws: Path, capsys: pytest.CaptureFixture[str
     assert code == NEVER_SEEN_EXIT
     assert "never seen" in capsys.readouterr().out
     assert cli_main(["corpus", "why", "--workspace", str(why_ws.parent / "nothing"), "https://x.org/a"]) == 2
+
+
+@pytest.fixture(scope="module")
+def keep_text_ws(why_ws: Path) -> Path:
+    """The same WARC built with `--keep-dropped-text` (through the CLI) into its own workspace."""
+    ws = why_ws.parent / "ws_text"
+    assert cli_main(["corpus", "build", "--warc", str(why_ws.parent / "w.warc.gz"), "--workspace", str(ws),
+                     "--workers", "1", "--no-progress", "--keep-dropped-text"]) == 0
+    return ws
+
+
+def _manifest(ws: Path) -> dict:
+    return json.loads((ws / "corpus" / "manifest.json").read_text())
+
+
+def test_keep_dropped_text_stores_and_shows_the_head(why_ws: Path, keep_text_ws: Path) -> None:
+    old = explain_url(keep_text_ws, "https://news.example.com/old").records
+    assert [(r.stage, r.reason) for r in old] == [("time", "before_corpus_start")]
+    expected = english_body(902).split()[:6]  # the planted body's opening words
+    assert old[0].text_head and old[0].text_head.split()[:6] == expected and len(old[0].text_head) <= 500
+    assert len(english_body(902)) > 500 and len(old[0].text_head) == 500
+    short = explain_url(keep_text_ws, "https://news.example.com/short").records[0]
+    assert short.text_head and "Too short to keep." in short.text_head
+    shown = render_why(explain_url(keep_text_ws, "https://news.example.com/short"))
+    assert "text: " in shown and "Too short to keep." in shown.split("text: ", 1)[1]
+    # without the flag: the column is there and null, nothing is shown
+    plain = explain_url(why_ws, "https://news.example.com/old").records[0]
+    assert plain.text_head is None and "text:" not in render_why(explain_url(why_ws, "https://news.example.com/old"))
+    import polars as pl
+
+    assert pl.read_parquet(why_ws / "corpus" / "dropped" / "time.parquet")["text_head"].null_count() >= 1
+    # a different part, the same corpus
+    assert _manifest(keep_text_ws)["snapshot_id"] == _manifest(why_ws)["snapshot_id"]
+    assert {p.name for p in (keep_text_ws / "corpus" / "parts").glob("*.json")} != {
+        p.name for p in (why_ws / "corpus" / "parts").glob("*.json")}
