@@ -344,7 +344,7 @@ def _finish(run: BuildRun, cands: list[Candidate], ws: Workspace, searcher: Sear
     write_tables(ws, tables, run.source)
     recut_stored(ws, foreign)
     report = write_report(ws, run, tables, time.perf_counter() - t0)
-    out = dict(report[run.source])  # type: ignore[call-overload]
+    out = dict(report[run.source])
     out["workspace"] = str(ws.root)
     out["output"] = str(ws.events_dir)
     return out

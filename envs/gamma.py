@@ -154,11 +154,12 @@ def _parse_market(m: Any, i: int, ev: Mapping[str, Any], cache: PolymarketCache,
     if any(not t.strip() for t in tokens):
         raise Excluded("parse", "missing_field", f"{where}.clobTokenIds")
     raw_prices = _json_list(m, "outcomePrices", where, repairs, required=False)
-    prices = None
+    prices: list[float] | None = None
     if raw_prices is not None:
-        prices = [_as_float(p) for p in raw_prices]
-        if any(p is None for p in prices) or len(prices) != len(outcomes):
+        parsed = [_as_float(p) for p in raw_prices]
+        if any(p is None for p in parsed) or len(parsed) != len(outcomes):
             raise Excluded("parse", "bad_price", f"{where}.outcomePrices={raw_prices!r}")
+        prices = [p for p in parsed if p is not None]
     start = _leg_start(m, ev, where, cache, repairs)
     end_date = _timestamp(m, "endDate", where)
     same_day = None
@@ -186,8 +187,9 @@ def _parse_market(m: Any, i: int, ev: Mapping[str, Any], cache: PolymarketCache,
     mid = m.get("id")
     if mid is None or mid == "":
         raise Excluded("parse", "missing_field", f"{where}.id")
-    question = m.get("question") if isinstance(m.get("question"), str) else ""
-    title = m.get("groupItemTitle") if isinstance(m.get("groupItemTitle"), str) and m.get("groupItemTitle").strip() else None
+    q, group_title = m.get("question"), m.get("groupItemTitle")
+    question = q if isinstance(q, str) else ""
+    title = group_title if isinstance(group_title, str) and group_title.strip() else None
     if end < start:
         raise Excluded("parse", "bad_timestamp", f"{where}: endDate {end.isoformat()} before start {start.isoformat()}")
     return _Market(i, m, str(mid), cid, question, title, [o.strip() for o in outcomes], tokens, prices,

@@ -220,7 +220,8 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
     data, where = _read_recipe(name_or_file)
     values = copy.deepcopy(_DEFAULTS)
     _merge_recipe(values, data, where)
-    mine, theirs = [], []
+    mine: list[tuple[str, Any, str]] = []
+    theirs: list[tuple[str, Any, str]] = []
     for item in overrides:
         key, value = parse_override(item)
         (mine if key.startswith("recipe.") else theirs).append((key, value, item))
@@ -762,12 +763,12 @@ def plan_recipe(recipe: Recipe, workspace: str | Path, *, offline: bool = False,
         except Exception as exc:  # a bad path is named in the plan, not a crash
             notes.append(f"{item}: {str(exc)[:120]}")
             continue
-        for s in found:
+        for src in found:
             local_files += 1
-            if s.kind == "local" and Path(s.uri).is_file():
-                local_bytes += Path(s.uri).stat().st_size
+            if src.kind == "local" and Path(src.uri).is_file():
+                local_bytes += Path(src.uri).stat().st_size
             else:
-                size = heads.size(s.uri) if heads is not None and s.kind == "http" else None
+                size = heads.size(src.uri) if heads is not None and src.kind == "http" else None
                 local_bytes += size if size is not None else EST_BYTES_PER_FILE
     plan = Plan(recipe.name, months, local_files, local_bytes, [], notes)
     plan.stages = _stage_costs(recipe, plan)

@@ -176,7 +176,8 @@ class PolymarketCache:
             if not isinstance(history, list):
                 raise EventsError(f'{path}: expected {{"history": [...]}}; delete the file and refetch it')
         except EventsError as exc:
-            return self._unreadable(path, exc)
+            self._unreadable(path, exc)
+            return None
         return history
 
     def trades(self, condition_id: str) -> list[dict] | None:
@@ -193,7 +194,8 @@ class PolymarketCache:
                     f"{path}: expected a JSON list of trade rows; delete the file and refetch it"
                 )
         except EventsError as exc:
-            return self._unreadable(path, exc)
+            self._unreadable(path, exc)
+            return None
         return data
 
     def _unreadable(self, path: Path, exc: EventsError) -> None:

@@ -555,7 +555,7 @@ class PolymarketClient:
                     plan, reason = market_plan(event, market)
                     if plan is None:
                         summary["markets_skipped"] += 1
-                        reasons[reason] = reasons.get(reason, 0) + 1  # type: ignore[index]
+                        reasons[str(reason)] = reasons.get(str(reason), 0) + 1
                         continue
                     conditions[plan["condition_id"]] = None
                     if plan["start"] is None:  # no startDate, event startDate or createdAt
@@ -566,7 +566,7 @@ class PolymarketClient:
                 start, why = self._first_trade_start(plan["condition_id"])
                 if start is None:
                     summary["markets_skipped"] += 1
-                    reasons[why] = reasons.get(why, 0) + 1  # type: ignore[index]
+                    reasons[str(why)] = reasons.get(str(why), 0) + 1
                     continue
                 summary["starts_from_first_trade"] += 1
                 _add_spans(spans, plan, start, pad, now)

@@ -157,6 +157,7 @@ def build_ivf(out: Path, shards: Sequence[Path], params: dict[str, Any]) -> dict
     mean = train.mean(0, keepdims=True) if params.get("centre", True) else np.zeros((1, d), np.float32)
     quantizer = faiss.IndexFlatIP(d)
     codes = params.get("codes", "sq8")
+    ivf: faiss.Index
     if codes == "pq4fs" and d % 4 == 0:  # 4 dimensions per 4-bit sub-quantizer
         ivf = faiss.IndexIVFPQFastScan(quantizer, d, nlist, d // 4, 4, faiss.METRIC_INNER_PRODUCT)
     else:

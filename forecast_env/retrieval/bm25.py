@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 
@@ -197,6 +198,14 @@ class BM25Index:
     """The global BM25 index opened read-only (memory-mapped) for as-of-date scoring."""
 
     prune_min_postings: int = PRUNE_MIN_POSTINGS  # per index: the tests prune tiny corpora too
+    # the GLOBAL_FILES arrays, memory-mapped in __init__
+    indptr: np.ndarray
+    rows: np.ndarray
+    tfs: np.ndarray
+    doclen: np.ndarray
+    term_hash: np.ndarray
+    term_id: np.ndarray
+    term_off: np.ndarray
 
     def __init__(self, directory: Path, hidden: np.ndarray | None, k1: float = 1.2, b: float = 0.75):
         self.directory = Path(directory)
@@ -254,7 +263,7 @@ class BM25Index:
         b = end // PREFIX_BLOCK
         dl, vis = self._visible_lengths(b * PREFIX_BLOCK, end)
         length = int(self._len_blocks[b]) + int(dl.sum())
-        if vis is None:
+        if vis is None or self._vis_blocks is None:  # both None exactly when no row is hidden
             return int(end), length
         return int(self._vis_blocks[b]) + int(vis.sum()), length
 
@@ -432,7 +441,8 @@ class BM25Index:
         rows, dl, cols = self._union(ess, avgdl)
         if len(rows) < k:
             return None
-        partial = sum(cols.values()) if len(cols) > 1 else next(iter(cols.values())).copy()
+        # summed in query order, as the exhaustive scorer adds them (bit for bit)
+        partial = cast(np.ndarray, sum(cols.values())) if len(cols) > 1 else next(iter(cols.values())).copy()
         m = min(len(rows), max(SAMPLE_ROWS, 4 * k))
         best = np.sort(np.argpartition(partial, len(rows) - m)[len(rows) - m:]) if m < len(rows) else np.arange(m)
         best = self._visible(rows, best)

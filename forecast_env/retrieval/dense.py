@@ -244,6 +244,7 @@ def make_index(vectors: np.ndarray, float16: bool = False) -> faiss.Index:
     """An exact inner-product index over `vectors` (row i = article row i)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     d = vectors.shape[1]
+    index: faiss.Index
     if float16:
         index = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     else:
@@ -277,7 +278,7 @@ class DenseShards:
         for spec, flat in zip(self.ann, self.indexes):
             ivf = read_index(Path(spec["path"])) if spec else None
             covered = flat.ntotal - int(spec.get("start", 0)) if spec else 0
-            if ivf is not None and ivf.ntotal != covered:
+            if spec is not None and ivf is not None and ivf.ntotal != covered:
                 raise WorkspaceError(f"{spec['path']}: {ivf.ntotal} vectors, it should cover {covered} of its "
                                      f"month's {flat.ntotal}; rebuild with `{REBUILD}`")
             self.ivfs.append(ivf)
@@ -326,7 +327,7 @@ class DenseShards:
         hid = self._hidden[m]
         n_hidden = int(np.searchsorted(hid, z) - np.searchsorted(hid, a))
         keep_alive: list[Any] = []
-        sel = None
+        sel: Any = None
         if a > first or z < n:
             sel = faiss.IDSelectorRange(a, z)
             keep_alive.append(sel)
@@ -353,7 +354,7 @@ class DenseShards:
                 if sel is None:
                     dist, ids = index.search(queries, kk)
                 else:
-                    dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))
+                    dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))  # type: ignore[call-arg]  # faiss's stubs omit the SWIG keyword
                 parts.append((dist, ids))
         if spec and max(a, start) < z:  # the approximate part
             sel, keep_alive, eligible = self._selector(m, max(a, start), z, start, n)
@@ -429,9 +430,9 @@ class DenseShards:
                     for c in range(0, len(idx), chunk):
                         tasks.append((m, a, z, np.asarray(idx[c:c + chunk], dtype=np.int64)))
             results = self._pool_map(lambda t: self._search_month(t[0], queries[t[3]], t[1], t[2], k), tasks)
-            for (_, _, _, idx), res in zip(tasks, results):
-                for i, (rows, scores) in zip(idx.tolist(), res):
-                    rows_parts[i].append(rows)
+            for (_, _, _, task_queries), res in zip(tasks, results):
+                for i, (rows_i, scores) in zip(task_queries.tolist(), res):
+                    rows_parts[i].append(rows_i)
                     score_parts[i].append(scores)
         out = []
         for i in range(nq):

@@ -261,7 +261,7 @@ class Searcher:
 
     def _check_as_of(self, as_of: date | str) -> date:
         d = parse_day(as_of)
-        if self.first_day is None:
+        if self.first_day is None or self.last_day is None:
             warnings.warn(f"{self.root}: the index holds no articles; every search is empty", stacklevel=3)
         elif d < self.first_day:
             warnings.warn(f"as_of {d} is before the corpus ({self.first_day} .. {self.last_day}): no hits",
