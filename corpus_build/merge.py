@@ -397,8 +397,10 @@ def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, pa.T
     return "dropped", stage, written, None, None
 
 
-def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -> pa.Table:
-    """The rows of stage dedup: suppressed articles with their earliest partner, and records read twice."""
+def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame, keep_text: bool = False) -> pa.Table:
+    """The rows of stage dedup: suppressed articles with their earliest partner, and records read twice
+    (`keep_text`: with the first `schema.DROPPED_TEXT_CHARS` characters of the body, `corpus build
+    --keep-dropped-text`)."""
     ids = order.ranked.select("rank", "gid", "doc_id")
     dups = (hits.join(ids, on="rank")
             .join(ids.select(pl.col("rank").alias("partner"), pl.col("doc_id").alias("dup_of")), on="partner")
@@ -414,14 +416,17 @@ def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame) -
     rows = []
     for (p,), sub in wanted.group_by(["part"]):
         local = (sub["gid"] - int(order.offsets[p])).to_numpy()
-        t = pq.read_table(parts[p].articles, columns=["doc_id", "url", "warc_file", "warc_offset"]).take(
-            pa.array(local, pa.int64()))
-        rows.append(pl.from_arrow(t).with_columns(sub["seq"].alias("seq")))
+        cols = ["doc_id", "url", "warc_file", "warc_offset"] + (["body"] if keep_text else [])
+        t = pq.read_table(parts[p].articles, columns=cols).take(pa.array(local, pa.int64()))
+        frame = pl.from_arrow(t).with_columns(sub["seq"].alias("seq"))
+        if keep_text:
+            frame = frame.with_columns(pl.col("body").str.slice(0, schema.DROPPED_TEXT_CHARS).alias("text_head")).drop("body")
+        rows.append(frame)
     info = pl.concat(rows).sort("seq")
     out = pl.concat([info.drop("seq"), wanted.sort("seq").select(
         pl.lit("dedup").alias("stage"), "reason", "detail", "dup_of")], how="horizontal")
     return conform(out.select(["doc_id", "url", "warc_file", "warc_offset", "stage", "reason", "detail",
-                               "dup_of"]).to_arrow(), schema.DROPPED)
+                               "dup_of"] + (["text_head"] if keep_text else [])).to_arrow(), schema.DROPPED)
 
 
 def _month_tasks(ws: Workspace, parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame,
@@ -541,7 +546,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     t_pairs = time.perf_counter()
     phase("pairs")
 
-    dedup_rows = _dedup_drops(parts, order, hits)
+    dedup_rows = _dedup_drops(parts, order, hits, keep_text=bool(cfg.get("keep_dropped_text")))
     plans_path = work / "months.json"
     try:
         recorded = json.loads(plans_path.read_text()) if plans_path.exists() else {}

@@ -54,7 +54,7 @@ PER_FILE_KEYS = ("corpus_start", "corpus_end", "read", "extract", "language", "q
 #: Config keys that change a part but not the corpus (excluded from the snapshot id): diagnostics only.
 DIAGNOSTIC_KEYS = ("keep_dropped_text",)  # set by `build_corpus(keep_dropped_text=True)`
 #: Characters of a dropped record's text kept with `--keep-dropped-text` (the `text_head` column).
-DROPPED_TEXT_CHARS = 500
+DROPPED_TEXT_CHARS = schema.DROPPED_TEXT_CHARS
 #: Config keys that do not change the corpus (excluded from the snapshot id).
 EXECUTION_KEYS = ("execution", "source")  # source: where files are served from and how politely
 #: Sections only the index build and the searcher read: they do not change which articles the corpus

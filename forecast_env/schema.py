@@ -63,6 +63,9 @@ DROPPED = pa.schema(
     ]
 )
 
+#: Characters of a dropped record's text kept in `text_head` (`corpus build --keep-dropped-text`).
+DROPPED_TEXT_CHARS = 500
+
 CORPUS_STAGES = ("read", "extract", "lang", "quality", "time", "dedup")
 
 #: Fixed reason codes per corpus stage. Quality codes are prefixed by their filter family.

@@ -99,7 +99,11 @@ def test_keep_dropped_text_stores_and_shows_the_head(why_ws: Path, keep_text_ws:
     assert short.text_head and "Too short to keep." in short.text_head
     shown = render_why(explain_url(keep_text_ws, "https://news.example.com/short"))
     assert "text: " in shown and "Too short to keep." in shown.split("text: ", 1)[1]
+    dup = explain_url(keep_text_ws, "https://news.example.com/second").records[0]  # dedup's rows too
+    assert dup.status == "duplicate" and dup.text_head and len(dup.text_head) == 500
+    assert dup.text_head.split()[:6] == english_body(900).split()[:6]
     # without the flag: the column is there and null, nothing is shown
+    assert explain_url(why_ws, "https://news.example.com/second").records[0].text_head is None
     plain = explain_url(why_ws, "https://news.example.com/old").records[0]
     assert plain.text_head is None and "text:" not in render_why(explain_url(why_ws, "https://news.example.com/old"))
     import polars as pl
