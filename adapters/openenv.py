@@ -26,12 +26,15 @@ Python: `serve(workspace, port=0)` starts a server in this process and returns a
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import hmac
 import itertools
 import json
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,7 +46,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
-from forecast_env.adapters.sessions import TOOLS, TrainingRun, UnitSession
+from forecast_env.adapters.sessions import DEFAULT_IDLE_TIMEOUT, TOOLS, IdleTimeout, TrainingRun, UnitSession
 from forecast_env.errors import ForecastEnvError
 
 log = logging.getLogger(__name__)
@@ -159,6 +162,11 @@ class ForecastOpenEnv(Environment[ForecastAction, ForecastObservation, ForecastS
         """The session ended (the client closed or vanished): record an unfinished episode as incomplete."""
         self._end("the client left before the episode's end")
 
+    def expire(self, reason: str) -> None:
+        """The server closes this session (its client sent nothing for too long): an unfinished episode is
+        recorded incomplete, with `reason`."""
+        self._end(reason)
+
     def _end(self, reason: str) -> None:
         session, self._session = self._session, None
         if session is None or session.result is not None:
@@ -220,6 +228,148 @@ class _TokenGate:
         return await self.app(scope, receive, send)
 
 
+class _Connection:
+    """One WebSocket connection (one OpenEnv session) as the idle gate sees it (`IdleSession`)."""
+
+    def __init__(self, now: float) -> None:
+        self.last_active = now  # the idle clock when the client last sent, or was last answered
+        self.lock = threading.Lock()  # held while one of its messages is being played (or while it is reaped)
+        self.busy = False  # the loop holds `lock`: a message of it is being played
+        self.closed = False
+        self.env: ForecastOpenEnv | None = None  # attached by the environment factory
+        self.gone = asyncio.Event()  # set when the gate closes it (idle)
+        self.done = asyncio.Event()  # set when OpenEnv's handler returned (its slot is free)
+
+
+#: The connection whose handler is running (read by the environment factory, in the handler's own task).
+_CONNECTION: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("forecast_env_openenv_conn",
+                                                                                   default=None)
+
+
+class _IdleGate:
+    """ASGI middleware: closes OpenEnv sessions whose client sent nothing for `idle.seconds` (openenv-core
+    0.2.1 never applies its own `session_timeout`). A reaped session's episode is recorded incomplete and its
+    WebSocket closed, so OpenEnv's handler ends and frees its slot. Reaping runs before every new connection
+    is admitted (so a newcomer finds the slots of idle clients free) and every `seconds / 4` (at most 30 s) in
+    the server's loop; `reap_idle()` does it from any thread."""
+
+    def __init__(self, app: Callable, idle: IdleTimeout) -> None:
+        self.app = app
+        self.idle = idle
+        self._conns: dict[int, _Connection] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ticker: asyncio.Task | None = None
+        self._ids = itertools.count()
+
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._conns)
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "websocket" or self.idle.seconds is None:
+            return await self.app(scope, receive, send)
+        self._loop = asyncio.get_running_loop()
+        if self._ticker is None or self._ticker.done():
+            self._ticker = self._loop.create_task(self._tick())
+        await self._reap()
+        conn = _Connection(self.idle.clock())
+        key = next(self._ids)
+        with self._lock:
+            self._conns[key] = conn
+        token = _CONNECTION.set(conn)
+        try:
+            await self.app(scope, self._receiver(conn, receive), send)
+        finally:
+            _CONNECTION.reset(token)
+            with self._lock:
+                self._conns.pop(key, None)
+            if conn.busy:
+                conn.busy = False
+                conn.lock.release()
+            conn.closed = True
+            conn.done.set()
+
+    def _receiver(self, conn: _Connection, receive: Callable) -> Callable:
+        """`receive`, marking the connection busy from a message's arrival until its answer is sent (the next
+        receive), and answering a disconnect once the gate closed it."""
+        disconnect = {"type": "websocket.disconnect", "code": 1001, "reason": "idle timeout"}
+
+        async def wrapped() -> dict:
+            if conn.busy:  # the last message is answered
+                conn.last_active = self.idle.clock()
+                conn.busy = False
+                conn.lock.release()
+            if conn.gone.is_set() or conn.closed:
+                return disconnect
+            got = asyncio.ensure_future(receive())
+            gone = asyncio.ensure_future(conn.gone.wait())
+            await asyncio.wait((got, gone), return_when=asyncio.FIRST_COMPLETED)
+            if not got.done():
+                got.cancel()
+                return disconnect
+            gone.cancel()
+            message = got.result()
+            if message.get("type") == "websocket.receive":
+                if conn.gone.is_set() or conn.closed or not conn.lock.acquire(blocking=False):
+                    return disconnect  # reaped, or being reaped right now
+                if conn.closed:
+                    conn.lock.release()
+                    return disconnect
+                conn.busy = True
+                conn.last_active = self.idle.clock()
+            return message
+
+        return wrapped
+
+    async def _reap(self) -> int:
+        """Reap the idle connections (in a worker thread: recording their parts writes files) and wait for
+        OpenEnv's handlers of them to end (their slots free)."""
+        with self._lock:
+            if not self._conns:
+                return 0
+        reaped = await asyncio.to_thread(self._reap_now)
+        for _key, conn in reaped:
+            conn.gone.set()
+        for _key, conn in reaped:
+            try:
+                await asyncio.wait_for(conn.done.wait(), timeout=30)
+            except TimeoutError:
+                log.warning("an idle OpenEnv session did not end within 30 s of its close")
+        return len(reaped)
+
+    def _reap_now(self) -> list[tuple[int, _Connection]]:
+        why = self.idle.why("message")
+
+        def close(_key: int, conn: _Connection) -> None:
+            conn.closed = True
+            if conn.env is not None:
+                try:
+                    conn.env.expire(f"the client sent no message for more than {self.idle.seconds:g} s")
+                except Exception:  # the part could not be written: the slot is freed all the same
+                    log.exception("recording an idle OpenEnv session failed (%s)", why)
+
+        return self.idle.reap(self._conns, self._lock, close)
+
+    async def _tick(self) -> None:
+        assert self.idle.seconds is not None
+        every = min(max(self.idle.seconds / 4, 0.5), 30.0)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self._reap()
+            except Exception:
+                log.exception("reaping idle OpenEnv sessions failed")
+
+    def reap_idle(self) -> int:
+        """Reap idle sessions now, from any thread but the server's loop; returns how many were closed."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return 0
+        return asyncio.run_coroutine_threadsafe(self._reap(), loop).result(timeout=60)
+
+
 async def _refuse(scope: dict, send: Callable, status: int, message: str) -> None:
     if scope["type"] == "websocket":
         # a close before accept: the handshake is answered 403 (ASGI has no other status for it)
@@ -234,14 +384,18 @@ async def _refuse(scope: dict, send: Callable, status: int, message: str) -> Non
 def make_app(workspace: str | Path, *, split: str = "eval", token: str | None = None,
              max_sessions: int = DEFAULT_MAX_SESSIONS, unit: str = "event", label: str = "openenv",
              run_id: str | None = None, env: Mapping[str, Any] | None = None,
-             event_ids: Sequence[str] | None = None) -> tuple[Any, TrainingRun, str]:
+             event_ids: Sequence[str] | None = None, idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+             clock: Callable[[], float] = time.monotonic) -> tuple[Any, TrainingRun, str]:
     """The token-gated ASGI app serving OpenEnv sessions of the environment; returns (app, run, token).
 
+    `idle_timeout` (seconds of `clock`, injectable for tests; None: never): a session whose client sent
+    nothing for longer is closed, its episode recorded incomplete and its slot freed (`_IdleGate`).
     The caller closes the run (`run.close()`: consolidates it) when the server stops."""
     from fastapi import FastAPI
 
     if max_sessions < 1:
         raise ForecastEnvError(f"max_sessions = {max_sessions}: give at least 1")
+    idle = IdleTimeout(idle_timeout, clock)
     trun = TrainingRun(workspace, engine="openenv", unit=unit, split=split, label=label, run_id=run_id, env=env,
                        event_ids=event_ids, session="episode")
     units = trun.units()
@@ -252,13 +406,21 @@ def make_app(workspace: str | Path, *, split: str = "eval", token: str | None = 
         with turn_lock:
             return units[next(turn) % len(units)]
 
-    server = HTTPEnvServer(lambda: ForecastOpenEnv(trun, next_unit), ForecastAction, ForecastObservation,
-                           max_concurrent_envs=max_sessions)
+    def new_env() -> ForecastOpenEnv:
+        env = ForecastOpenEnv(trun, next_unit)
+        conn = _CONNECTION.get()
+        if conn is not None:
+            conn.env = env  # so the idle gate can record it when it closes the connection
+        return env
+
+    server = HTTPEnvServer(new_env, ForecastAction, ForecastObservation, max_concurrent_envs=max_sessions)
     app = FastAPI(title="forecast-env (OpenEnv)", version=_version())
     server.register_routes(app)
     app.state.openenv_server = server
+    gate = _IdleGate(app, idle)
+    app.state.idle_gate = gate
     token = token or secrets.token_urlsafe(24)
-    return _TokenGate(app, token), trun, token
+    return _TokenGate(gate, token), trun, token
 
 
 class OpenEnvServer:
@@ -269,6 +431,7 @@ class OpenEnvServer:
 
         self.run = trun
         self.token = token
+        self.idle_gate: _IdleGate | None = getattr(app, "app", None)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio",
                                 lifespan="off")
         self._server = uvicorn.Server(config)
@@ -286,6 +449,11 @@ class OpenEnvServer:
     def base_url(self) -> str:
         """The URL an OpenEnv client takes as `base_url` (the token as its first path segment)."""
         return f"{self.url}/{self.token}"
+
+    def reap_idle(self) -> int:
+        """Close the sessions idle past the idle timeout now (as the server does before admitting a new
+        connection, and periodically); returns how many."""
+        return self.idle_gate.reap_idle() if self.idle_gate is not None else 0
 
     def client(self, **kwargs: Any) -> ForecastEnvClient:
         """A connected OpenEnv client of this server."""
@@ -320,8 +488,10 @@ def serve_forever(workspace: str | Path, *, host: str = "127.0.0.1", port: int =
     import uvicorn
 
     app, trun, token = make_app(workspace, **kwargs)
+    idle = kwargs.get("idle_timeout", DEFAULT_IDLE_TIMEOUT)
     say(f"forecast-env serve --openenv: http://{host}:{port} ({len(trun.event_ids)} event(s), up to "
-        f"{kwargs.get('max_sessions', DEFAULT_MAX_SESSIONS)} sessions); recording to {trun.run_dir}")
+        f"{kwargs.get('max_sessions', DEFAULT_MAX_SESSIONS)} sessions, idle timeout "
+        f"{'none' if idle is None else f'{idle:g} s'}); recording to {trun.run_dir}")
     say(f"token: {token}")
     say(f"client base_url: http://{host}:{port}/{token}")
     try:

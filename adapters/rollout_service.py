@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forecast_env.adapters.limits import OBSERVE, ToolCallError, check_tool_call
+from forecast_env.adapters.sessions import DEFAULT_IDLE_TIMEOUT, IdleTimeout
 from forecast_env.config import load_config
 from forecast_env.errors import RunError
 
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 #: Sessions one service holds open at most (`max_sessions`), and the idle seconds after which a session
 #: whose client stopped calling is closed as incomplete (`idle_timeout`; None: never).
 DEFAULT_MAX_SESSIONS = 256
-DEFAULT_IDLE_TIMEOUT = 900.0
 #: Answers kept per session for retried request ids, and closed-session ids remembered for their errors.
 REPLAYS_KEPT = 64
 CLOSED_KEPT = 4096
@@ -184,8 +184,7 @@ class EnvironmentService:
 
         if max_sessions < 1:
             raise RunError(f"max_sessions = {max_sessions}: give at least 1")
-        if idle_timeout is not None and idle_timeout <= 0:
-            raise RunError(f"idle_timeout = {idle_timeout}: give a positive number of seconds (None: never)")
+        self._idle_timeout = IdleTimeout(idle_timeout, clock)  # the timeout both servers share (sessions.py)
         self.max_sessions = int(max_sessions)
         self.idle_timeout = idle_timeout
         self.clock = clock
@@ -334,31 +333,15 @@ class EnvironmentService:
     def reap_idle(self) -> int:
         """Close the sessions idle for more than `idle_timeout` (their clients vanished) as incomplete: their
         unplayed dates missing, their slots freed. Returns how many."""
-        if self.idle_timeout is None:
-            return 0
-        now = self.clock()
-        with self._lock:
-            stale = [sid for sid, s in self._sessions.items() if now - s.last_active > self.idle_timeout]
-        n = 0
-        for sid in stale:
-            session = self._sessions.get(sid)
-            if session is None or not session.lock.acquire(blocking=False):
-                continue  # finished meanwhile, or a call is being played: not idle
-            try:
-                if session.closed or self.clock() - session.last_active <= self.idle_timeout:
-                    continue
-                with self._lock:
-                    if self._sessions.get(sid) is not session:
-                        continue
-                    del self._sessions[sid]
-                why = f"no call for more than {self.idle_timeout:g} s (its client is gone); recorded incomplete"
-                result = self._abandon(session, why)
-                self._remember(sid, why, result)
-                n += 1
-            finally:
-                session.lock.release()
+        why = self._idle_timeout.why("call") if self.idle_timeout is not None else ""
+
+        def close(sid: str, session: _Session) -> None:
+            self._remember(sid, why, self._abandon(session, why))
+
+        reaped = self._idle_timeout.reap(self._sessions, self._lock, close)
+        for _sid, session in reaped:
             self._release(session.env)
-        return n
+        return len(reaped)
 
     def _abandon(self, session: _Session, why: str) -> dict[str, Any]:
         """Record a session the rollout did not finish (its lock held): unplayed dates missing, part incomplete."""

@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from forecast_env.adapters.limits import MAX_ARGUMENT_BYTES, ToolCallError, check_tool_call
 from forecast_env.config import load_config
@@ -36,6 +36,66 @@ from forecast_env.errors import RunError
 UNITS = ("date", "event")
 #: The tools a session's player may call (the environment's own).
 TOOLS = ("search", "open_article", "notebook_add", "notebook_supersede", "forecast")
+#: Idle seconds after which a server closes a session whose client stopped sending (None: never).
+DEFAULT_IDLE_TIMEOUT = 900.0
+
+
+class IdleSession(Protocol):
+    """What `IdleTimeout.reap` needs of a server's session: when its client last sent, a lock held while one
+    of its requests is played (a busy session is never idle), and whether it is closed already."""
+
+    last_active: float
+    lock: threading.Lock
+    closed: bool
+
+
+K = TypeVar("K")
+S = TypeVar("S", bound=IdleSession)
+
+
+class IdleTimeout:
+    """A server's idle timeout: a session whose client sent nothing for more than `seconds` (of `clock`,
+    injectable so tests move time without sleeping) is closed and its slot freed. Both servers (the OpenEnv
+    server and the verifiers rollout service) apply it through `reap`, so a vanished client cannot keep a
+    slot of the session cap."""
+
+    def __init__(self, seconds: float | None = DEFAULT_IDLE_TIMEOUT, clock: Callable[[], float] = time.monotonic,
+                 ) -> None:
+        if seconds is not None and (isinstance(seconds, bool) or not seconds > 0):
+            raise RunError(f"idle_timeout = {seconds}: give a positive number of seconds (None: never)")
+        self.seconds = None if seconds is None else float(seconds)
+        self.clock = clock
+
+    def why(self, what: str = "call") -> str:
+        """Why a reaped session was closed (recorded with its incomplete part)."""
+        return f"no {what} for more than {self.seconds:g} s (its client is gone); recorded incomplete"
+
+    def reap(self, table: MutableMapping[K, S], table_lock: threading.Lock,
+             close: Callable[[K, S], None]) -> list[tuple[K, S]]:
+        """Remove the idle sessions from `table` and `close` each one (its lock held: no request of it is
+        being played); returns the (key, session) pairs reaped. A session busy now, closed meanwhile or
+        active again at the second look is left alone. `table_lock` guards `table`."""
+        if self.seconds is None:
+            return []
+        now = self.clock()
+        with table_lock:
+            stale = [(k, s) for k, s in table.items() if now - s.last_active > self.seconds]
+        reaped: list[tuple[K, S]] = []
+        for key, session in stale:
+            if not session.lock.acquire(blocking=False):
+                continue  # a request of it is being played: not idle
+            try:
+                if session.closed or self.clock() - session.last_active <= self.seconds:
+                    continue
+                with table_lock:
+                    if table.get(key) is not session:
+                        continue
+                    del table[key]
+                close(key, session)
+                reaped.append((key, session))
+            finally:
+                session.lock.release()
+        return reaped
 
 
 @dataclass(frozen=True)

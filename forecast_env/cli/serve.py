@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
     p.add_argument("--port", type=int, default=8770, help="port (default 8770)")
     p.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions admitted (default 64)")
+    p.add_argument("--idle-timeout", type=float, default=900.0, metavar="SECONDS",
+                   help="close a session whose client sent nothing for this long (its episode recorded "
+                        "incomplete, its slot freed; default 900; 0: never)")
     p.add_argument("--token", default=None, help="bearer token (default: a random one, printed at start)")
     p.add_argument("--label", default="openenv", help="the agent name the recorded run carries")
     p.add_argument("--run-id", default=None, help="name of the recorded run (default: time-stamped)")
@@ -40,9 +43,12 @@ def serve_cmd(args: argparse.Namespace) -> int:
                                "pip install -c constraints.txt -e '.[openenv]'") from exc
     if args.max_sessions < 1:
         raise ForecastEnvError(f"--max-sessions {args.max_sessions}: give at least 1")
+    if not args.idle_timeout >= 0:
+        raise ForecastEnvError(f"--idle-timeout {args.idle_timeout}: give seconds (0: never)")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     rec = serve_forever(args.workspace, host=args.host, port=args.port, split=args.split, token=args.token,
-                        max_sessions=args.max_sessions, unit=args.unit, label=args.label, run_id=args.run_id,
+                        max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None, unit=args.unit,
+                        label=args.label, run_id=args.run_id,
                         env=section_config(args, "env"), event_ids=args.event or None,
                         say=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"run {rec['run_id']}: {rec.get('rollouts_recorded', 0)} episode(s) recorded, status {rec['status']}",

@@ -138,6 +138,7 @@ def test_token_capacity_and_a_vanished_client(micro_events: Path) -> None:
 
 def test_cli_refuses_bad_arguments(micro_events: Path) -> None:
     assert main(["serve", "--openenv", "--workspace", str(micro_events), "--max-sessions", "0"]) == 2
+    assert main(["serve", "--openenv", "--workspace", str(micro_events), "--idle-timeout", "-1"]) == 2
 
 
 def test_one_date_sessions(micro_events: Path) -> None:

@@ -234,6 +234,70 @@ def test_openenv_cap_refuses_and_a_vanished_client_leaves_an_incomplete_part(mic
     assert all(f.get("missing") for f in p["forecasts"])  # its unplayed dates: missing, never scored
 
 
+def test_openenv_idle_timeout_frees_a_silent_clients_slot(micro_events: Path) -> None:
+    """A connected client that stops sending keeps its slot until the idle clock passes the timeout; then the
+    server closes it (its part incomplete, its dates missing) and a new client connects under the cap."""
+    from forecast_env.adapters.openenv import ForecastAction, serve
+
+    clock = FakeClock()
+    eps = load_episodes(micro_events, "eval", None)[:2]
+    with serve(micro_events, split="eval", max_sessions=2, idle_timeout=60, clock=clock,
+               run_id=f"load-oe-idle-{secrets.token_hex(3)}") as server:
+        driver = OpenEnvDriver(server)
+        ws_url = server.base_url.replace("http://", "ws://") + "/ws"
+
+        def refused() -> bool:
+            with ws_connect(ws_url) as raw:
+                reply = json.loads(raw.recv(timeout=30))
+            return reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
+
+        silent, busy = driver.open(Unit(eps[0].event_id)), driver.open(Unit(eps[1].event_id))
+        silent_rollout = driver.rollout(silent)
+        assert not driver.call(silent, "search", {"query": "election"}).error
+        clock.now += 59
+        assert not driver.call(busy, "search", {"query": "oil"}).error  # busy keeps itself active
+        assert refused()  # neither is idle yet (59 s of 60): the cap holds
+        assert server.reap_idle() == 0
+        clock.now += 2  # silent: 61 s without a message; busy: 2 s
+        newcomer = driver.open(Unit(eps[0].event_id))  # admitted: the silent client's slot was freed
+        with pytest.raises(Exception):  # noqa: B017 - the server closed the silent client's connection
+            silent["client"].step(ForecastAction(tool="search", args={"query": "late"}))
+        assert refused()  # busy + newcomer: at the cap again
+        assert not driver.call(busy, "search", {"query": "oil again"}).error  # the active one plays on
+        clock.now += 30
+        assert server.reap_idle() == 0  # nobody idle past 60 s
+        for h in (busy, newcomer):
+            driver.finish(h)
+        try:
+            silent["client"].close()
+        except Exception:  # its connection is gone already
+            pass
+        label = driver.label
+    p = json.loads(part_path(server.run.run_dir, Task(label, eps[0].event_id, silent_rollout)).read_text())
+    tools = [t["tool"] for t in p["tool_calls"]]
+    assert p["complete"] is False and tools[0] == "search" and set(tools[1:]) == {"skip_date"}
+    assert "no message for more than 60 s" in json.dumps(p["tool_calls"][1:])
+    assert all(f.get("missing") for f in p["forecasts"])  # its unplayed dates: missing, never scored
+
+
+def test_openenv_idle_timeout_none_never_reaps(micro_events: Path) -> None:
+    from forecast_env.adapters.openenv import serve
+    from forecast_env.errors import ForecastEnvError
+
+    clock = FakeClock()
+    eps = load_episodes(micro_events, "eval", None)[:1]
+    with serve(micro_events, split="eval", max_sessions=1, idle_timeout=None, clock=clock,
+               run_id=f"load-oe-noidle-{secrets.token_hex(3)}") as server:
+        driver = OpenEnvDriver(server)
+        h = driver.open(Unit(eps[0].event_id))
+        clock.now += 10 ** 9
+        assert server.reap_idle() == 0
+        assert not driver.call(h, "search", {"query": "election"}).error
+        driver.finish(h)
+    with pytest.raises(ForecastEnvError, match="idle_timeout"):
+        serve(micro_events, split="eval", idle_timeout=0)
+
+
 # ------------------------------------------------------------------ MCP
 
 
