@@ -4,7 +4,7 @@
 quality, timestamps, corpus window, leakage screen). Its result is written as a *part* under
 `WS/corpus/parts/` (articles, dropped, counters JSON last, each atomically), so a finished file is
 never processed twice and a killed build resumes. Then every part of the inputs is merged, dedup
-(docs/design.md §2.8) runs over the whole corpus, and the month shards are written (only those whose content
+(docs/design.md §2.dedup) runs over the whole corpus, and the month shards are written (only those whose content
 changed), with the dropped records, a doc-id index, the funnel report and the manifest.
 
 Executors are separate from the per-file function: the core executor (`forecast_env.executor`: a
