@@ -209,17 +209,17 @@ def test_s3_sources_without_the_extra_name_the_fix():
 
 
 def test_real_public_warc_samples_stream_like_disk(tmp_path):
-    """Real WARC files (set FORECAST_ENV_REAL_WARCS to a folder of them, e.g. warcio's and fastwarc's
-    public test data; they are not shipped) streamed through the served layout equal the disk build."""
+    """Real WARC files streamed through the served layout equal the disk build: warcio's public test
+    data (tests/fixtures/warc, Apache-2.0), or the folder FORECAST_ENV_REAL_WARCS names (e.g. more real
+    crawls, fastwarc's test data)."""
     import os
 
     from forecast_env.config import load_config
     from forecast_env.synth.serve import WorldServer
 
-    folder = os.environ.get("FORECAST_ENV_REAL_WARCS")
-    if not folder:
-        pytest.skip("FORECAST_ENV_REAL_WARCS is not set")
+    folder = os.environ.get("FORECAST_ENV_REAL_WARCS") or str(Path(__file__).resolve().parents[1] / "fixtures" / "warc")
     files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and ".warc" in p.name)
+    assert len(files) >= 5, f"{folder}: expected real WARC files"
     with WorldServer(tmp_path / "none") as server:
         sources = [Source(p.name, server.url + server.add_file(p, f"crawl-data/CC-NEWS/2025/03/{p.name}"),
                           f"crawl-data/CC-NEWS/2025/03/{p.name}") for p in files]
