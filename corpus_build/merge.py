@@ -660,15 +660,6 @@ def merge_in_memory(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, An
     return written, dropped, articles_df.to_arrow()
 
 
-def __getattr__(name: str) -> Any:
-    # the measured cost lives in corpus_build/rates.py; planners look for it here as well
-    if name == "MERGE_COST":
-        from forecast_env.corpus_build.rates import MERGE_COST
-
-        return MERGE_COST
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "MergeResult",
     "PartFiles",
