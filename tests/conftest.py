@@ -106,3 +106,34 @@ def served_world(micro_world: Path):
 
     with WorldServer(micro_world) as server:
         yield server
+
+
+def _required_tool_tests() -> list[str]:
+    """The test files .ci/required-tools names (its third column starts with the file)."""
+    path = Path(__file__).resolve().parents[1] / ".ci" / "required-tools"
+    if not path.exists():
+        return []
+    files = []
+    for line in path.read_text().splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and not line.startswith("#"):
+            files.append(parts[2].split(":")[0])
+    return files
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """In CI, name the outcome of every test that needs a required tool (the browser, the sandbox)."""
+    if not os.environ.get("FORECAST_ENV_CI"):
+        return
+    files = _required_tool_tests()
+    lines = []
+    for outcome in ("passed", "failed", "skipped", "error"):
+        for rep in terminalreporter.stats.get(outcome, []):
+            nodeid = getattr(rep, "nodeid", "")
+            if getattr(rep, "when", "call") in ("call", "setup") and any(nodeid.startswith(f) for f in files):
+                if outcome == "passed" and rep.when != "call":
+                    continue
+                lines.append(f"{outcome.upper():8} {nodeid}")
+    terminalreporter.write_sep("-", "tests of the required tools (.ci/required-tools)")
+    for line in sorted(set(lines)) or ["none collected"]:
+        terminalreporter.write_line(line)
