@@ -45,6 +45,7 @@ from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
+from starlette.websockets import WebSocketDisconnect
 
 from forecast_env.adapters.sessions import DEFAULT_IDLE_TIMEOUT, TOOLS, IdleTimeout, TrainingRun, UnitSession
 from forecast_env.errors import ForecastEnvError
@@ -260,6 +261,7 @@ class _IdleGate:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task | None = None
+        self._reaping: asyncio.Lock | None = None  # made in the server's loop
         self._ids = itertools.count()
 
     @property
@@ -268,7 +270,17 @@ class _IdleGate:
             return len(self._conns)
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] != "websocket" or self.idle.seconds is None:
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        try:
+            await self._websocket(scope, receive, send)
+        except WebSocketDisconnect:
+            # openenv-core closes the socket after its session is destroyed; when the client closed first,
+            # that close raises here: the session is over and its slot free already, nothing is lost
+            pass
+
+    async def _websocket(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if self.idle.seconds is None:
             return await self.app(scope, receive, send)
         self._loop = asyncio.get_running_loop()
         if self._ticker is None or self._ticker.done():
@@ -326,18 +338,21 @@ class _IdleGate:
     async def _reap(self) -> int:
         """Reap the idle connections (in a worker thread: recording their parts writes files) and wait for
         OpenEnv's handlers of them to end (their slots free)."""
-        with self._lock:
-            if not self._conns:
-                return 0
-        reaped = await asyncio.to_thread(self._reap_now)
-        for _key, conn in reaped:
-            conn.gone.set()
-        for _key, conn in reaped:
-            try:
-                await asyncio.wait_for(conn.done.wait(), timeout=30)
-            except TimeoutError:
-                log.warning("an idle OpenEnv session did not end within 30 s of its close")
-        return len(reaped)
+        if self._reaping is None:
+            self._reaping = asyncio.Lock()
+        async with self._reaping:  # one reap at a time: a newcomer waits for the slots a running reap frees
+            with self._lock:
+                if not self._conns:
+                    return 0
+            reaped = await asyncio.to_thread(self._reap_now)
+            for _key, conn in reaped:
+                conn.gone.set()
+            for _key, conn in reaped:
+                try:
+                    await asyncio.wait_for(conn.done.wait(), timeout=30)
+                except TimeoutError:
+                    log.warning("an idle OpenEnv session did not end within 30 s of its close")
+            return len(reaped)
 
     def _reap_now(self) -> list[tuple[int, _Connection]]:
         why = self.idle.why("message")
