@@ -47,7 +47,14 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import Field
 from starlette.websockets import WebSocketDisconnect
 
-from forecast_env.adapters.sessions import DEFAULT_IDLE_TIMEOUT, TOOLS, IdleTimeout, TrainingRun, UnitSession
+from forecast_env.adapters.sessions import (
+    DEFAULT_IDLE_TIMEOUT,
+    TOOLS,
+    IdleTimeout,
+    TrainingRun,
+    UnitSession,
+    limit_malloc_arenas,
+)
 from forecast_env.errors import ForecastEnvError
 
 log = logging.getLogger(__name__)
@@ -502,6 +509,7 @@ def serve_forever(workspace: str | Path, *, host: str = "127.0.0.1", port: int =
     """The CLI's server: serve until interrupted, then consolidate the run; returns its record."""
     import uvicorn
 
+    limit_malloc_arenas()  # this process is the server: keep its memory flat over many sessions
     app, trun, token = make_app(workspace, **kwargs)
     idle = kwargs.get("idle_timeout", DEFAULT_IDLE_TIMEOUT)
     say(f"forecast-env serve --openenv: http://{host}:{port} ({len(trun.event_ids)} event(s), up to "
