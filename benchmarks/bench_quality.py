@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from forecast_env.enums import SEARCH_MODES
+
 SPECS = {"torch": {"backend": "torch"}, "onnx": {"backend": "onnx", "quantize": None},
          "onnx-int8": {"backend": "onnx", "quantize": "int8"},
          "onnx-int8-static": {"backend": "onnx", "quantize": "int8-static"}, "static": {"backend": "static"}}
@@ -117,7 +119,7 @@ def main() -> None:
                 embedder = LookupEmbedder(name, texts, data["docs"], queries, data["queries"])
             build_index(ws, cfg, progress=False, embedder=embedder)
             s = Searcher.open(ws, cfg, embedder=embedder)
-            for mode in ("dense", "bm25", "hybrid"):
+            for mode in SEARCH_MODES:
                 rec, ndcg = [], []
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
