@@ -9,6 +9,17 @@ from typing import Any
 from forecast_env.config import SECTIONS, load_config, route_overrides
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (a bad value is a usage error naming it, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def add_common(parser: argparse.ArgumentParser, sections: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """Add --debug, and for a command that reads configuration, --config FILE and --set SECTION.KEY=VALUE.
 

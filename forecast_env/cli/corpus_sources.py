@@ -7,17 +7,10 @@ which calls `add_source_arguments` and `add_fetch_command`); it deliberately def
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+from forecast_env.cli.common import positive_int
 
 
 def _fraction(text: str) -> float:
@@ -40,7 +33,7 @@ def add_source_arguments(p: argparse.ArgumentParser, warc: bool = True) -> None:
                    help="CC-NEWS months from the listings under corpus.source.base_url: 2025-03, "
                    "2025-03..2026-05 (inclusive) or several joined by commas")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--files-per-month", type=_positive_int, default=None, metavar="N",
+    g.add_argument("--files-per-month", type=positive_int, default=None, metavar="N",
                    help="read N files per month, spread evenly over its listing (nested: N+1 adds one)")
     g.add_argument("--sample", type=_fraction, default=None, metavar="FRACTION",
                    help="read this fraction of each month's files (rounded up), spread evenly")
@@ -68,7 +61,7 @@ def add_fetch_command(corpus_subparsers: argparse._SubParsersAction) -> argparse
         "(rerun to retry them) unless --allow-failed.")
     add_source_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="the mirror folder (created if missing)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="parallel downloads (the politeness limits "
+    p.add_argument("--workers", type=positive_int, default=2, help="parallel downloads (the politeness limits "
                    "in corpus.source hold across all of them; default 2)")
     p.add_argument("--allow-failed", action="store_true", help="exit 0 even when some files could not be had")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -87,7 +80,7 @@ def run_fetch(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     sources = resolve_sources(spec, cfg, None)
     settings = HttpSettings.from_config(cfg)
-    write_listings(__import__("pathlib").Path(args.out).expanduser(), spec, settings, check_base_url(settings.base_url))
+    write_listings(Path(args.out).expanduser(), spec, settings, check_base_url(settings.base_url))
     res = fetch_files(sources, args.out, cfg, workers=args.workers, progress=not args.no_progress)
     mb = res["bytes"] / 1e6
     print(f"fetched {res['fetched']} files ({mb:,.1f} MB in {res['seconds']:.1f}s, "

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from forecast_env.cli.common import add_common, section_config
+from forecast_env.cli.common import add_common, positive_int, section_config
 
 
 def _iso_date(text: str) -> date:
@@ -19,16 +19,6 @@ def _iso_date(text: str) -> date:
         return date.fromisoformat(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date; use YYYY-MM-DD, e.g. 2025-06-01") from exc
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -59,7 +49,7 @@ def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse
     )
     p.add_argument(
         "--max-pages",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="consider at most N pages of the Gamma events listing (a trial run)",

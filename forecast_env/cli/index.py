@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import warnings
 
 from forecast_env.cli.common import add_common, section_config
@@ -82,7 +83,7 @@ def run_search(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         hits = searcher.search(args.query, args.as_of, k=args.k, mode=args.mode)
     for w in caught:
-        print(f"warning: {w.message}", file=__import__("sys").stderr)
+        print(f"warning: {w.message}", file=sys.stderr)
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
         return 0
