@@ -202,21 +202,21 @@ class WarcReader:
             self.error = f"cannot open: {exc}"
             return
         with fh:
-            try:
-                if self.backend == "fastwarc":
-                    yield from self._iter_fastwarc(fh)
-                else:
-                    yield from self._iter_warcio(fh)
-            except GeneratorExit:
-                raise
-            except Exception as exc:
-                self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
-                return
+            yield from self._records(fh)
         if self.error is None and self.path.name.endswith(".gz"):
             # both readers end quietly when a file is cut after a record's content but inside its member
             self.error = gzip_fault(self.path)
 
     def _iter_stream(self, fh) -> Iterator[WarcPage | ReadDrop]:
+        yield from self._records(fh)
+        if getattr(fh, "failure", None) is not None:
+            return  # a transfer failure: the caller records it (stream.failure), not a file fault
+        fh.drain()  # size and sha256 cover the whole file, and the gzip check sees its end
+        if self.error is None and self.path.name.endswith(".gz"):
+            self.error = fh.gzip.result()
+
+    def _records(self, fh) -> Iterator[WarcPage | ReadDrop]:
+        """The pages of `fh` with the configured backend; a reader error ends them and is kept as the fault."""
         try:
             if self.backend == "fastwarc":
                 yield from self._iter_fastwarc(fh)
@@ -226,11 +226,6 @@ class WarcReader:
             raise
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}".strip()[:500]
-        if getattr(fh, "failure", None) is not None:
-            return  # a transfer failure: the caller records it (stream.failure), not a file fault
-        fh.drain()  # size and sha256 cover the whole file, and the gzip check sees its end
-        if self.error is None and self.path.name.endswith(".gz"):
-            self.error = fh.gzip.result()
 
     def _iter_warcio(self, fh) -> Iterator[WarcPage | ReadDrop]:
         it = ArchiveIterator(fh, check_digests=False)
