@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
-from forecast_env.config import load_config
+from forecast_env.config import flatten_keys, load_config
 from forecast_env.envs.beliefs import daily_beliefs, daily_trades
 from forecast_env.envs.candidate import Candidate, Excluded, shuffle_options
 from forecast_env.envs.descriptions import description_as_of
@@ -69,21 +69,11 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping) and v:
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The events config: packaged defaults updated by `config` (a full or partial section), validated."""
     if config is None:
         return load_config("events")
-    return load_config("events", overrides=_flatten(config))
+    return load_config("events", overrides=flatten_keys(config))
 
 
 def _open_searcher(workspace: Path, required: bool) -> Searcher | None:

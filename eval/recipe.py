@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from forecast_env.config import config_hash, load_config, parse_override, route_overrides
+from forecast_env.config import config_hash, flatten_keys, load_config, parse_override, route_overrides
 from forecast_env.enums import ENGINES, SPLITS
 from forecast_env.errors import ConfigError
 from forecast_env.store import Workspace, atomic_write_json
@@ -245,22 +245,12 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
     routed = route_overrides([item for _, _, item in theirs], SECTIONS)
     sections = {}
     for section in SECTIONS:
-        given = _flat_section(values[section])
+        given = flatten_keys(values[section])
         if section == "events":
             given.update({f"splits.{s}.{e}": values["splits"][s][e] for s in ("train", "eval") for e in ("start", "end")})
         given.update(dict(parse_override(o) for o in routed[section]))  # --set after the recipe's own
         sections[section] = load_config(section, overrides=given)
     return Recipe(values, sections["corpus"], sections["events"], sections["env"], str(name_or_file))
-
-
-def _flat_section(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping) and v:
-            out.update(_flat_section(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

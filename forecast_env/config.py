@@ -167,6 +167,18 @@ def parse_override(item: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
+def flatten_keys(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as dotted keys (`{"a": {"b": 1}}` -> `{"a.b": 1}`), the form `overrides` takes;
+    an empty mapping stays a value."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping) and v:
+            out.update(flatten_keys(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def load_config(
     section: str,
     files: Iterable[str | Path] | str | Path | None = None,
