@@ -36,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -363,17 +363,24 @@ def _on(visible: Mapping[str, Visible], by: str, version: int, d: date) -> bool:
     return v is not None and v.version_on(d) == version
 
 
+_Item = TypeVar("_Item", "Mention", "Statement")
+
+
+def _by_event(items: Sequence[_Item]) -> dict[str, list[_Item]]:
+    """Mentions or statements grouped by the event they are about, in their order."""
+    out: dict[str, list[_Item]] = defaultdict(list)
+    for it in items:
+        out[it.event_id].append(it)
+    return out
+
+
 def direct_count(events: pl.DataFrame, schedule: pl.DataFrame, visible: Mapping[str, Visible],
                  mentions: Sequence[Mention], statements: Sequence[Statement]) -> dict[str, Any]:
     """The share of scheduled (q, D) whose winner a visible text names with a cue; the winner/loser ratios."""
     label = dict(zip(events["event_id"].to_list(), events["label"].to_list()))
     options = dict(zip(events["event_id"].to_list(), [list(o or []) for o in events["options"].to_list()]))
-    by_event: dict[str, list[Mention]] = defaultdict(list)
-    for m in mentions:
-        by_event[m.event_id].append(m)
-    st_by_event: dict[str, list[Statement]] = defaultdict(list)
-    for s in statements:
-        st_by_event[s.event_id].append(s)
+    by_event = _by_event(mentions)
+    st_by_event = _by_event(statements)
     n = exposed = 0
     win_cued = lose_cued = win_named = lose_named = 0.0
     n_multi = 0
@@ -436,12 +443,8 @@ def sibling_features(rows: pl.DataFrame, visible: Mapping[str, Visible], mention
     """`rows` (check 2's rows) with `prominence` (log1p of the visible texts naming the option on the
     date) and the probe's features (log1p counts; for Yes/No questions, statements of the event with a
     past verb: "stated_yes_pattern" on the option the statement's polarity points to)."""
-    by_event: dict[str, list[Mention]] = defaultdict(list)
-    for m in mentions:
-        by_event[m.event_id].append(m)
-    st_by_event: dict[str, list[Statement]] = defaultdict(list)
-    for s in statements:
-        st_by_event[s.event_id].append(s)
+    by_event = _by_event(mentions)
+    st_by_event = _by_event(statements)
     cols: dict[str, list[float]] = {c: [] for c in ("prominence", *SIBLING_FEATURES)}
     for eid, d, opt in rows.select("event_id", "forecast_date", "option").iter_rows():
         on = [m for m in by_event.get(eid, ()) if m.option == opt and _on(visible, m.by, m.version, d)]

@@ -137,14 +137,7 @@ def _first_time(
     records: list[Mapping[str, Any]], keys: tuple[str, ...]
 ) -> tuple[datetime | None, str | None]:
     """The first present timestamp among `keys` of `records` in order; (None, key) if a present one is bad."""
-    for record in records:
-        for key in keys:
-            raw = record.get(key)
-            if raw is None or raw == "":
-                continue
-            parsed = parse_api_time(raw)
-            return (parsed, None) if parsed is not None else (None, key)
-    return None, None
+    return _first_time_of((record, key) for record in records for key in keys)
 
 
 def event_close(event: Mapping[str, Any]) -> datetime | None:
