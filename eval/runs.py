@@ -282,6 +282,28 @@ def iter_parts(run_dir: Path) -> Iterator[dict[str, Any]]:
                 from exc
 
 
+def _first_unclaimed(folder: Path) -> int:
+    """The smallest k without `r<k>.claimed` in `folder`. Claims are never removed and each takes the
+    smallest free number, so the claimed numbers are 0..n-1: galloping then bisecting finds n in
+    O(log n) file checks instead of one per earlier rollout."""
+    def claimed(k: int) -> bool:
+        return (folder / f"r{k}.claimed").exists()
+
+    if not claimed(0):
+        return 0
+    hi = 1
+    while claimed(hi):
+        hi *= 2
+    lo = hi // 2  # claimed(lo), not claimed(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if claimed(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 @dataclass(frozen=True)
 class Run:
     """A handle on `WS/runs/<run_id>/` (cheap and picklable: pool workers and Ray tasks write parts through
@@ -356,7 +378,7 @@ class Run:
         recording into one run never share one."""
         folder = self.part_path(Task(label, event_id, 0)).parent
         folder.mkdir(parents=True, exist_ok=True)
-        k = 0
+        k = _first_unclaimed(folder)
         while True:
             try:
                 os.close(os.open(folder / f"r{k}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))

@@ -136,6 +136,22 @@ def test_claimed_rollouts_never_repeat(ws):
     assert run.claim_rollout("u", "pm-2") == 0
 
 
+def test_the_next_claim_is_found_without_trying_every_earlier_number(ws, monkeypatch):
+    run = runs.open_run(ws, _record(ws), run_id="many-claims")
+    folder = run.part_path(Task("u", "pm-1", 0)).parent
+    folder.mkdir(parents=True)
+    for n in range(70):  # claims 0..n-1 exist: the next one is n, whatever n is
+        assert runs._first_unclaimed(folder) == n
+        (folder / f"r{n}.claimed").touch()
+    checks = []
+    real_exists, real_open = Path.exists, runs.os.open
+    monkeypatch.setattr(Path, "exists", lambda self, *a, **k: checks.append(self) or real_exists(self, *a, **k))
+    monkeypatch.setattr(runs.os, "open", lambda path, *a, **k: checks.append(path) or real_open(path, *a, **k))
+    assert run.claim_rollout("u", "pm-1") == 70
+    assert len(checks) <= 16  # a scan from r0 would try 71 files
+    assert (folder / "r70.claimed").exists()
+
+
 def test_failures_are_appended(ws):
     run = runs.open_run(ws, _record(ws), run_id="fails")
     run.record_failures([{"task": {"label": "u"}, "error": "boom"}])
