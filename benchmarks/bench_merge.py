@@ -164,7 +164,7 @@ def generate(out: Path, n: int, per_part: int = 4000, seed: int = 0) -> dict:
             _const(name, nd),
             pa.array(1000 * (np.arange(nd) // DROPS_PER_ARTICLE) + np.arange(nd) % DROPS_PER_ARTICLE),
             pa.array(stage_names[which]), pa.array(reasons[which]),
-            pa.nulls(nd, pa.string()), pa.nulls(nd, pa.string()),
+            pa.nulls(nd, pa.string()), pa.nulls(nd, pa.string()), pa.nulls(nd, pa.string()),
         ], schema=schema.DROPPED)
         base = out / f"CC-NEWS-{part:05d}-bench"
         pq.write_table(table, f"{base}.articles.parquet", compression="zstd")

@@ -27,6 +27,7 @@ import hashlib
 import io
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from forecast_env.corpus_build.dedup import (
     url_pairs,
     url_partners,
 )
+from forecast_env.corpus_build.report import dropped_counts
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (
@@ -61,8 +63,10 @@ from forecast_env.store import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_table,
+    commit_temp,
     conform,
     sha256_file,
+    temp_beside,
 )
 
 #: Bump when the keys a part's sidecar holds change, so sidecars are recomputed.
@@ -79,7 +83,11 @@ REPORT_COLUMNS = ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_sou
                   "leak_flag", "leak_reason", "market_quote")
 #: Bump when a month shard's bytes would change for the same rows (sort, writer settings), so every
 #: month is rebuilt once instead of being skipped by its recorded plan.
-STORE_VERSION = 1
+STORE_VERSION = 2
+#: Rows per Parquet row group of a month shard or dropped table (the store's one writer setting
+#: besides zstd). The writer holds one row group at a time, so a month of the paper's 1.3M
+#: articles is written in about 80 steps of ~80 MB instead of all at once (docs/scaling.md).
+ROW_GROUP_ROWS = 16_384
 #: Rows per pair-finding task: a stage's keys are split into ceil(articles / this) hash partitions.
 ROWS_PER_TASK = 4_000_000
 _SORT_SHARD = ["day", "doc_id", "warc_file", "warc_offset"]
@@ -305,7 +313,7 @@ def _run_pair_task(task: PairTask) -> tuple[PairTask, pl.DataFrame]:
 
 def _table_bytes(table: pa.Table) -> bytes:
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
+    pq.write_table(table, sink, compression="zstd", row_group_size=ROW_GROUP_ROWS)
     return sink.getvalue()
 
 
@@ -316,6 +324,74 @@ def write_if_changed(path: Path, table: pa.Table) -> bool:
         return False
     atomic_write_bytes(path, data)
     return True
+
+
+class RowGroupWriter:
+    """A store table written piece by piece, in final row order, one row group in memory at a time.
+
+    Pieces of any size go in; whole row groups of `ROW_GROUP_ROWS` rows go out to a temporary file
+    beside `path`, so the bytes are those of `write_if_changed(path, whole_table)` (tested). `close()`
+    renames the file into place unless `path` already holds the same bytes, and says whether it
+    wrote; `discard()` (or an exception inside a `with` block) removes the temporary file.
+    """
+
+    def __init__(self, path: Path, table_schema: pa.Schema) -> None:
+        self.path = Path(path)
+        self.schema = table_schema
+        self.rows = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._tmp = temp_beside(self.path)
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> RowGroupWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.discard()
+
+    def add(self, piece: pa.Table) -> None:
+        """Append rows that follow every row added before."""
+        if piece.num_rows == 0:
+            return
+        self._pending.append(conform(piece, self.schema))
+        self._pending_rows += piece.num_rows
+        self.rows += piece.num_rows
+        while self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush(ROW_GROUP_ROWS)
+
+    def _flush(self, rows: int) -> None:
+        buf = pa.concat_tables(self._pending)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="zstd")
+        self._writer.write_table(buf.slice(0, rows).combine_chunks())
+        rest = buf.slice(rows)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
+    def close(self) -> bool:
+        """Finish the file; True when it was (re)written, False when `path` already held these bytes."""
+        if self.rows == 0:  # an empty table's bytes are `write_table`'s, not an empty writer's
+            self.discard()
+            return write_if_changed(self.path, self.schema.empty_table())
+        if self._pending_rows:
+            self._flush(self._pending_rows)
+        assert self._writer is not None
+        self._writer.close()
+        self._writer = None
+        if self.path.exists() and self.path.stat().st_size == self._tmp.stat().st_size \
+                and sha256_file(self.path) == sha256_file(self._tmp):
+            self.discard()
+            return False
+        commit_temp(self._tmp, self.path)
+        return True
+
+    def discard(self) -> None:
+        """Drop what was written (nothing happens to `path`)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -359,19 +435,96 @@ def month_table(task: MonthTask) -> pa.Table:
     return conform(table.take(pa.array(order, pa.int64())), schema.ARTICLES).combine_chunks()
 
 
+def month_rows(task: MonthTask) -> int:
+    """How many rows a month shard will hold."""
+    return int(sum(len(rows) for _, rows in task.sources))
+
+
+def _month_order(task: MonthTask) -> dict[int, np.ndarray]:
+    """Each source's rows' positions in the shard (its `rows` order), from the sort columns alone."""
+    sort_types = pa.schema([schema.ARTICLES.field(c) for c in _SORT_SHARD])
+    frames = []
+    for i, (path, rows) in enumerate(task.sources):
+        keys = pq.read_table(path, columns=_SORT_SHARD).take(pa.array(rows, pa.int64())).cast(sort_types)
+        frames.append(pl.from_arrow(keys).with_columns(pl.lit(i, pl.Int32).alias("_src"),
+                                                       pl.int_range(0, keys.num_rows, dtype=pl.Int64).alias("_row")))
+    order = pl.concat(frames).sort(_SORT_SHARD).with_row_index("_pos")
+    out = {}
+    for (src,), sub in order.group_by(["_src"]):
+        sub = sub.sort("_row")
+        out[int(src)] = sub["_pos"].to_numpy().astype(np.int64)
+    return out
+
+
+def _month_spill(task: MonthTask, spill: Path) -> int:
+    """Stream a month's rows into one Arrow file per row group of the shard (each part read once):
+    returns how many row groups there are. Each spilled row carries its position (`_pos`)."""
+    positions = _month_order(task)
+    groups = math.ceil(month_rows(task) / ROW_GROUP_ROWS)
+    spill.mkdir(parents=True, exist_ok=True)
+    opts = pa.ipc.IpcWriteOptions(compression="zstd")
+    spill_schema = schema.ARTICLES.append(pa.field("_pos", pa.int64()))
+    writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
+    try:
+        for i, (path, rows) in enumerate(task.sources):
+            table = pq.read_table(path).take(pa.array(rows, pa.int64())).cast(schema.ARTICLES)
+            pos = positions[i]
+            table = table.append_column("_pos", pa.array(pos, pa.int64()))
+            group = pos // ROW_GROUP_ROWS
+            for g in np.unique(group).tolist():
+                if g not in writers:
+                    writers[g] = pa.ipc.new_stream(str(spill / f"{g:06d}.arrow"), spill_schema, options=opts)
+                writers[g].write_table(table.filter(pa.array(group == g)))
+            del table
+    finally:
+        for w in writers.values():
+            w.close()
+    return groups
+
+
+def _write_month_streamed(task: MonthTask, out: Path) -> tuple[bool, pa.Table]:
+    """A month shard of more than one row group, one row group in memory at a time (same bytes as
+    `write_if_changed(out, month_table(task))`): the parts' rows are spilled by row group, then each
+    group is sorted and written. Returns (written, the report columns of its rows)."""
+    spill = out.with_name(f".{out.stem}.spill")
+    shutil.rmtree(spill, ignore_errors=True)
+    reports = []
+    try:
+        groups = _month_spill(task, spill)
+        with RowGroupWriter(out, schema.ARTICLES) as writer:
+            for g in range(groups):
+                with pa.ipc.open_stream(str(spill / f"{g:06d}.arrow")) as reader:
+                    piece = reader.read_all()
+                (spill / f"{g:06d}.arrow").unlink()
+                piece = piece.take(pc.sort_indices(piece["_pos"])).drop_columns(["_pos"])
+                writer.add(piece)
+                reports.append(piece.select(list(REPORT_COLUMNS)))
+                del piece
+            written = writer.close()
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+    return written, pa.concat_tables(reports)
+
+
 def write_month(task: MonthTask) -> tuple[str, bool, pa.Table, tuple[int, int]]:
     """Write one month shard if its bytes changed: (month, written, the report columns of its rows,
     the shard's (size, mtime_ns)). A shard written for the same plan and untouched since is not
-    even rebuilt (an incremental build reads only the months it changes)."""
+    even rebuilt (an incremental build reads only the months it changes). A month of more than
+    `ROW_GROUP_ROWS` rows is written one row group at a time (`_write_month_streamed`)."""
     out = Path(task.out)
     if task.recorded is not None and out.exists():
         st = out.stat()
         if (st.st_size, st.st_mtime_ns) == tuple(task.recorded):
             return task.month, False, pq.read_table(out, columns=list(REPORT_COLUMNS)), task.recorded
-    table = month_table(task)
-    written = write_if_changed(out, table)
+    if month_rows(task) > ROW_GROUP_ROWS:
+        written, report = _write_month_streamed(task, out)
+    else:
+        table = month_table(task)
+        written = write_if_changed(out, table)
+        report = table.select(list(REPORT_COLUMNS))
+        del table
     st = out.stat()
-    return task.month, written, table.select(list(REPORT_COLUMNS)), (st.st_size, st.st_mtime_ns)
+    return task.month, written, report, (st.st_size, st.st_mtime_ns)
 
 
 def dropped_table(task: DroppedTask) -> pa.Table:
@@ -384,9 +537,51 @@ def dropped_table(task: DroppedTask) -> pa.Table:
     return conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED)
 
 
+def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
+    """(WARC file, source) in sorted file order when every source's rows of the stage come from one
+    WARC file of its own (a part is one file) and every extra row names one of them; else None."""
+    files: dict[str, str] = {}
+    for path in task.sources:
+        col = pq.read_table(path, columns=["warc_file"], filters=[("stage", "==", task.stage)])["warc_file"]
+        if len(col) == 0:
+            continue
+        uniq = pc.unique(col)
+        if uniq.null_count or len(uniq) != 1 or uniq[0].as_py() in files:
+            return None
+        files[uniq[0].as_py()] = path
+    pieces: list[tuple[str, str | None]] = sorted(files.items())
+    if task.extra is not None and task.extra.num_rows:
+        extra_files = pc.unique(task.extra["warc_file"])
+        if extra_files.null_count:
+            return None
+        for name in extra_files.to_pylist():
+            if name not in files:
+                pieces.append((name, None))
+        pieces.sort()
+    return pieces
+
+
 def write_dropped(task: DroppedTask) -> tuple[str, bool]:
-    """Write one dropped-stage table if its bytes changed: (stage, written)."""
-    return task.stage, write_if_changed(Path(task.out), dropped_table(task))
+    """Write one dropped-stage table if its bytes changed: (stage, written). When each part's rows
+    come from its own WARC file (always, for parts), the table is written file by file, one part's
+    rows and one row group in memory at a time; otherwise it is sorted whole (`dropped_table`)."""
+    out = Path(task.out)
+    pieces = _stream_files(task)
+    if pieces is None:
+        return task.stage, write_if_changed(out, dropped_table(task))
+    extra: dict[Any, pl.DataFrame] = {}
+    if task.extra is not None and task.extra.num_rows:
+        extra = pl.DataFrame(pl.from_arrow(task.extra)).partition_by("warc_file", as_dict=True)
+    with RowGroupWriter(out, schema.DROPPED) as writer:
+        for name, path in pieces:
+            tables = []
+            if path is not None:
+                tables.append(pq.read_table(path, filters=[("stage", "==", task.stage)]).cast(schema.DROPPED))
+            if (name,) in extra:
+                tables.append(extra.pop((name,)).to_arrow().cast(schema.DROPPED))
+            ddf = pl.from_arrow(pa.concat_tables(tables))
+            writer.add(conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED))
+        return task.stage, writer.close()
 
 
 def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, pa.Table | None, tuple | None]:
@@ -460,7 +655,7 @@ class MergeResult:
     """What the merge wrote and what the funnel report needs (no article text)."""
 
     written: dict[str, list[str]]
-    dropped: pa.Table            # (stage, reason) of every dropped row, dedup included
+    dropped: pa.Table            # (stage, reason, n): dropped rows counted per stage and reason, dedup included
     articles: pa.Table           # REPORT_COLUMNS of every kept article
     timings: dict[str, float]
 
@@ -577,10 +772,9 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
             written["removed"].append(old.name)
     atomic_write_json(plans_path, dict(sorted(shards.items())))
 
-    stage_reason = [pq.read_table(p.dropped, columns=["stage", "reason"]) for p in parts]
-    stage_reason.append(dedup_rows.select(["stage", "reason"]))
-    dropped = pa.concat_tables([t.cast(pa.schema([("stage", pa.string()), ("reason", pa.string())]))
-                                for t in stage_reason])
+    # counted per part: the report needs (stage, reason) counts, not the corpus's dropped rows
+    counts = [dropped_counts(pq.read_table(p.dropped, columns=["stage", "reason"])) for p in parts]
+    dropped = dropped_counts(pa.concat_tables([*counts, dropped_counts(dedup_rows)]))
     report_sch = pa.schema([schema.ARTICLES.field(c) for c in REPORT_COLUMNS])
     articles = pa.concat_tables([reports[m] for m in sorted(reports)]) if reports else report_sch.empty_table()
     t_end = time.perf_counter()

@@ -593,7 +593,7 @@ def build_corpus(
     record's text in the dropped tables (`text_head`, for `corpus why`): a different part, the same
     snapshot id.
     """
-    from forecast_env.corpus_build.report import build_report, render_markdown
+    from forecast_env.corpus_build.report import build_report, dropped_total, render_markdown
 
     t_start = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
@@ -651,7 +651,7 @@ def build_corpus(
                "store_s": round(t_end - t_dedup, 3), "total_s": round(t_end - t_start, 3)}
     counts = {"files": len(requested), "files_processed": len(pending), "files_failed": len(transfer["failed"]),
               "records_in": report["records_in"],
-              "kept": report["kept"], "dropped": dropped.num_rows, "leak_flags": report["leak_flags"],
+              "kept": report["kept"], "dropped": dropped_total(dropped), "leak_flags": report["leak_flags"],
               "file_errors": len(file_errors)}
     manifest_files = sorted(ws.articles_dir.glob("*.parquet")) + sorted(ws.dropped_dir.glob("*.parquet")) + [
         p for p in (ws.corpus_dir / "file_errors.parquet", ws.corpus_dir / "report.json", ws.corpus_dir / "report.md")

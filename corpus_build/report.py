@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from forecast_env import schema
 from forecast_env.errors import WorkspaceError
@@ -21,10 +22,35 @@ from forecast_env.store import Workspace
 
 
 def _counts(df: pl.DataFrame, col: str) -> dict[str, int]:
+    """Rows per value of `col`, most first; a frame with a count column `n` counts its rows n times."""
     if df.height == 0 or col not in df.columns:
         return {}
-    vc = df.group_by(col).len().sort(["len", col], descending=[True, False])
+    size = pl.col("n").sum().alias("len") if "n" in df.columns else pl.len()
+    vc = df.group_by(col).agg(size).sort(["len", col], descending=[True, False])
     return {str(k): int(v) for k, v in zip(vc[col].to_list(), vc["len"].to_list())}
+
+
+def dropped_counts(dropped: pa.Table) -> pa.Table:
+    """(stage, reason, n): a dropped table's rows counted per stage and reason (what `build_report`
+    reads; summing per part keeps the merge's memory independent of the number of dropped rows)."""
+    if dropped.num_rows == 0:
+        return DROPPED_COUNTS.empty_table()
+    df = pl.DataFrame(pl.from_arrow(dropped.select(["stage", "reason"])))
+    if "n" in dropped.column_names:
+        df = df.with_columns(pl.Series("n", dropped["n"].to_numpy(zero_copy_only=False)))
+        agg = df.group_by(["stage", "reason"]).agg(pl.col("n").sum())
+    else:
+        agg = df.group_by(["stage", "reason"]).len("n")
+    return agg.sort(["stage", "reason"]).to_arrow().cast(DROPPED_COUNTS)
+
+
+#: The schema of `dropped_counts`.
+DROPPED_COUNTS = pa.schema([("stage", pa.string()), ("reason", pa.string()), ("n", pa.int64())])
+
+
+def dropped_total(dropped: pa.Table) -> int:
+    """How many dropped rows a dropped table or its counts (`dropped_counts`) stand for."""
+    return int(pc.sum(dropped["n"]).as_py() or 0) if "n" in dropped.column_names else dropped.num_rows
 
 
 def visibility_moves(adf: pl.DataFrame) -> dict[str, Any]:
@@ -49,8 +75,10 @@ def visibility_moves(adf: pl.DataFrame) -> dict[str, Any]:
 
 def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, articles: pa.Table,
                  file_errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The funnel of one build from per-file counters, all dropped rows and the kept articles."""
-    ddf = pl.from_arrow(dropped) if dropped.num_rows else pl.DataFrame(schema={"stage": pl.Utf8, "reason": pl.Utf8})
+    """The funnel of one build from per-file counters, all dropped rows (or their `dropped_counts`)
+    and the kept articles."""
+    ddf = pl.from_arrow(dropped_counts(dropped)) if dropped.num_rows else pl.DataFrame(
+        schema={"stage": pl.Utf8, "reason": pl.Utf8, "n": pl.Int64})
     adf = pl.from_arrow(articles) if articles.num_rows else pl.DataFrame(
         schema={"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
                 "leak_flag": pl.Boolean, "leak_reason": pl.Utf8, "market_quote": pl.Boolean, "day": pl.Date})
@@ -59,7 +87,7 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
     remaining = records_in
     for stage in schema.CORPUS_STAGES:
         sub = ddf.filter(pl.col("stage") == stage)
-        n = sub.height
+        n = int(sub["n"].sum())
         stages.append({"stage": stage, "in": remaining, "dropped": n, "out": remaining - n,
                        "reasons": _counts(sub, "reason")})
         remaining -= n

@@ -158,13 +158,27 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-        _fsync_dir(final.parent)
+        commit_temp(tmp, final)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def temp_beside(path: str | os.PathLike[str]) -> Path:
+    """A new empty temporary file in `path`'s folder (for `commit_temp`), named after `path`."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    return Path(tmp_name)
+
+
+def commit_temp(tmp: Path, final: str | os.PathLike[str]) -> None:
+    """fsync `tmp` and rename it over `final` (the last step of every atomic write here)."""
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    _fsync_dir(Path(final).parent)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

@@ -201,6 +201,74 @@ def test_planted_parts_equal_in_memory_merge(planted: list[PartFiles], tmp_path:
     assert {k: v for k, v in report.items()} == {k: v for k, v in ref_report.items()}
 
 
+@pytest.mark.parametrize("group_rows", [1, 2, 3])
+def test_row_group_streaming_writes_the_same_bytes(planted: list[PartFiles], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, group_rows: int) -> None:
+    """Month shards and dropped tables of more than one row group are written one group at a time
+    (spilled by group, parts read once) and still equal the in-memory merge's bytes; rewriting with
+    the same rows reports nothing written and leaves no spill or temporary file behind."""
+    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", group_rows)
+    streamed: list[str] = []
+    real = merge._write_month_streamed
+    monkeypatch.setattr(merge, "_write_month_streamed", lambda task, out: streamed.append(task.month) or real(task, out))
+    ref, ref_report = _reference(planted, tmp_path / "ref")
+    got, res = _out_of_core(planted, tmp_path / "ooc")
+    _assert_same(got, ref)
+    assert streamed  # some month had more than one group
+    groups = {name: pq.ParquetFile(tmp_path / "ooc/corpus" / name).metadata.num_row_groups for name in got}
+    rows = {name: pq.ParquetFile(tmp_path / "ooc/corpus" / name).metadata.num_rows for name in got}
+    for name in got:
+        assert groups[name] == max(1, -(-rows[name] // group_rows)), name
+    assert build_report([], res.dropped, res.articles, []) == ref_report
+    (tmp_path / "ooc/corpus/merge/months.json").unlink()  # forget the recorded plans: rebuild, same bytes
+    again, res = _out_of_core(planted, tmp_path / "ooc")
+    _assert_same(again, ref)
+    assert res.written == {"articles": [], "dropped": [], "removed": []}
+    leftovers = [p.name for p in (tmp_path / "ooc/corpus").rglob(".*")]
+    assert leftovers == []
+
+
+def test_micro_world_streamed_by_row_group(micro_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = _parts(micro_corpus / "corpus" / "parts")
+    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", 4)
+    ref, _ = _reference(parts, tmp_path / "ref")
+    got, _ = _out_of_core(parts, tmp_path / "ooc")
+    _assert_same(got, ref)
+    assert max(pq.ParquetFile(tmp_path / "ooc/corpus" / n).metadata.num_row_groups for n in got) > 1
+
+
+def test_row_group_writer_equals_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of any sizes give the bytes of one `write_if_changed`; an exception leaves `path` alone."""
+    import random
+
+    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", 7)
+    rows = [_drop(f"f{i % 3}.warc.gz", i, "quality", "gopher_short_doc") for i in range(40)]
+    table = pa.Table.from_pylist(rows, schema=schema.DROPPED)
+    merge.write_if_changed(tmp_path / "whole.parquet", table)
+    rng = random.Random(5)
+    for trial in range(5):
+        cuts = sorted(rng.sample(range(1, 40), rng.randint(0, 8)))
+        with merge.RowGroupWriter(tmp_path / f"p{trial}.parquet", schema.DROPPED) as w:
+            for a, b in zip([0, *cuts], [*cuts, 40]):
+                w.add(table.slice(a, b - a))
+            assert w.close() is True
+        assert (tmp_path / f"p{trial}.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+    with merge.RowGroupWriter(tmp_path / "whole.parquet", schema.DROPPED) as w:
+        w.add(table)
+        assert w.close() is False  # same bytes: not rewritten
+    before = (tmp_path / "whole.parquet").read_bytes()
+    with pytest.raises(RuntimeError), merge.RowGroupWriter(tmp_path / "whole.parquet", schema.DROPPED) as w:
+        w.add(table.slice(0, 20))
+        raise RuntimeError("killed")
+    assert (tmp_path / "whole.parquet").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p0.parquet", "p1.parquet", "p2.parquet", "p3.parquet",
+                                                         "p4.parquet", "whole.parquet"]
+    with merge.RowGroupWriter(tmp_path / "empty.parquet", schema.DROPPED) as w:
+        w.close()
+    merge.write_if_changed(tmp_path / "empty2.parquet", schema.DROPPED.empty_table())
+    assert (tmp_path / "empty.parquet").read_bytes() == (tmp_path / "empty2.parquet").read_bytes()
+
+
 def test_unchanged_months_are_not_rewritten_and_keys_are_reused(planted: list[PartFiles], tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     first, res = _out_of_core(planted[:2], tmp_path / "ws")
@@ -232,9 +300,12 @@ def test_key_settings_name_their_sidecar(planted: list[PartFiles]) -> None:
     assert keys_path(planted[0].articles, {**CFG["dedup"], "title_window_days": 3}) == planted[0].keys
 
 
+@pytest.mark.parametrize("group_rows", [merge.ROW_GROUP_ROWS, 1])
 def test_dedup_passes_never_read_a_body(planted: list[PartFiles], tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the keys pass (one part at a time) and the month shards read article text."""
+                                        monkeypatch: pytest.MonkeyPatch, group_rows: int) -> None:
+    """Only the keys pass (one part at a time) and the month shards read article text; a shard
+    written by row group reads its sort columns first, then each part once."""
+    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", group_rows)
     real = pq.read_table
     reads: list[tuple[str, str, tuple | None]] = []
 
@@ -260,7 +331,15 @@ def test_dedup_passes_never_read_a_body(planted: list[PartFiles], tmp_path: Path
     assert by_caller["_dedup_drops"] == {("articles.parquet", ("doc_id", "url", "warc_file", "warc_offset"))}
     readers_of_text = {caller for caller, name, cols in reads if name.endswith(".articles.parquet")
                        and (cols is None or set(cols) & text)}
-    assert readers_of_text == {"write_part_keys", "month_table"}
+    if group_rows == 1:
+        # months of one row still go through month_table
+        assert "_month_spill" in readers_of_text and readers_of_text <= {"write_part_keys", "_month_spill", "month_table"}
+        assert {c for _, c in by_caller["_month_order"]} == {tuple(merge._SORT_SHARD)}
+        # a streamed month reads each of its parts once for its rows (after once for the sort columns)
+        spills = [name for caller, name, _ in reads if caller == "_month_spill"]
+        assert len(spills) == len([1 for caller, _, _ in reads if caller == "_month_order"])
+    else:
+        assert readers_of_text == {"write_part_keys", "month_table"}
 
 
 @pytest.mark.ray
@@ -283,7 +362,7 @@ def test_empty_parts(tmp_path: Path) -> None:
     ref, _ = _reference(parts, tmp_path / "ref")
     got, res = _out_of_core(parts, tmp_path / "ooc")
     _assert_same(got, ref)
-    assert res.articles.num_rows == 0 and res.dropped.num_rows == 1
+    assert res.articles.num_rows == 0 and res.dropped.to_pylist() == [{"stage": "read", "reason": "http_status", "n": 1}]
 
 
 def test_merge_estimate_is_bounded_by_the_task_size() -> None:
