@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime
@@ -156,6 +157,8 @@ def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
 #: row groups go chunk by chunk, and each page's HTML is dropped once extracted, so a worker's memory
 #: does not grow with its file.
 CHUNK_RECORDS = 512
+#: Seconds between two refreshes of the build's progress line (records and bytes of files in flight).
+PROGRESS_POLL_S = 1.0
 
 
 class FileRun:
@@ -165,13 +168,15 @@ class FileRun:
 
     def __init__(self, source: str | Path | Source, config: dict[str, Any] | None = None, *, limiter: Any = None,
                  keep_dir: str | Path | None = None, sleep: Callable[[float], None] | None = None,
-                 on_bytes: Callable[[int], None] | None = None, client: Any = None) -> None:
+                 on_bytes: Callable[[int], None] | None = None, client: Any = None,
+                 on_chunk: Callable[[int, int], None] | None = None) -> None:
         self.source = source if isinstance(source, Source) else None
         self.path = None if self.source is not None and self.source.remote else Path(
             self.source.uri if self.source is not None else source)
         self.name = self.source.name if self.source is not None else Path(source).name
         self.cfg = config if config is not None else load_config("corpus")
         self.limiter, self.keep_dir, self.sleep, self.on_bytes, self.client = limiter, keep_dir, sleep, on_bytes, client
+        self.on_chunk = on_chunk  # (records read, bytes of the file consumed) after each chunk
         self.counters: dict[str, Any] = {}
         self.file_errors: list[dict] = []
         self.identity: dict[str, Any] | None = None
@@ -250,7 +255,10 @@ class FileRun:
             dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
                             "stage": stage, "reason": reason, "detail": detail, "dup_of": None, "text_head": head})
 
+        position = records = 0
         for item in reader:
+            records += 1
+            position = item.offset
             if isinstance(item, ReadDrop):
                 drop("read", item.reason, item.url, item.offset, None, item.detail)
             else:
@@ -270,6 +278,8 @@ class FileRun:
             if len(pages) >= CHUNK_RECORDS or len(dropped) >= 4 * CHUNK_RECORDS:
                 yield self._finish(pages, dropped, drop)
                 pages, dropped = [], []
+                if self.on_chunk is not None:
+                    self.on_chunk(records, position)
         if pages or dropped:
             yield self._finish(pages, dropped, drop)
             pages.clear()
@@ -413,8 +423,9 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
     paths = part_paths(Path(parts_dir), _name_path(src), key)
     failed = failed_path(paths)
     restarts = 0
+    report = _progress_writer(Path(parts_dir), paths["done"].name)
     while True:
-        run = FileRun(src, config, limiter=limiter, keep_dir=keep_dir, sleep=sleep)
+        run = FileRun(src, config, limiter=limiter, keep_dir=keep_dir, sleep=sleep, on_chunk=report)
         try:
             with atomic_path(paths["articles"]) as ta, atomic_path(paths["dropped"]) as td:
                 wa = pq.ParquetWriter(ta, schema.ARTICLES, compression="zstd")
@@ -431,9 +442,15 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
             restarts += 1
             if restarts <= MAX_FILE_RESTARTS:
                 continue
+            _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
             return _record_failure(failed, src, exc.kind, str(exc), restarts)
         except TransferError as exc:
+            _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
             return _record_failure(failed, src, exc.kind, str(exc), restarts)
+        except BaseException:
+            _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
+            raise
+    _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
     counters = dict(run.counters)
     if run.identity is not None:  # streamed: size and sha256 computed while reading
         ident = run.identity
@@ -446,6 +463,38 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
     atomic_write_json(paths["done"], counters)
     failed.unlink(missing_ok=True)
     return counters
+
+
+def _progress_file(parts_dir: Path, done_name: str) -> Path:
+    return parts_dir / ".progress" / done_name
+
+
+def _progress_writer(parts_dir: Path, done_name: str) -> Callable[[int, int], None]:
+    """A FileRun `on_chunk` callback that records how far this worker is into its file (records read,
+    bytes consumed) in `parts/.progress/`, where the build's progress bar reads it (any executor:
+    the parts folder is shared)."""
+    path = _progress_file(parts_dir, done_name)
+
+    def report(records: int, nbytes: int) -> None:
+        with contextlib.suppress(OSError):
+            atomic_write_json(path, {"records": records, "bytes": nbytes})
+
+    return report
+
+
+def in_flight(parts_dir: Path) -> tuple[int, int, int]:
+    """(files in flight, records read, bytes consumed) of the files being processed now, from the
+    workers' progress files (`_progress_writer`)."""
+    files = records = nbytes = 0
+    for p in (parts_dir / ".progress").glob("*.json"):
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        files += 1
+        records += int(rec.get("records") or 0)
+        nbytes += int(rec.get("bytes") or 0)
+    return files, records, nbytes
 
 
 def _record_failure(failed: Path, src: Path | Source, kind: str, reason: str, restarts: int) -> dict[str, Any]:
@@ -479,6 +528,9 @@ def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine
     from forecast_env.executor import ray_session
 
     remote = any(isinstance(t[0], Source) and t[0].remote for t in tasks)
+    parts_dir = Path(tasks[0][1]) if tasks else Path(".")
+    for stale in (parts_dir / ".progress").glob("*.json") if tasks else ():  # left by a killed build
+        stale.unlink(missing_ok=True)
     keep = str(Path(keep_warc).expanduser().resolve()) if keep_warc else None
     bar = tqdm(total=len(tasks), desc="WARC files", unit="file", disable=not progress)
     t0, records, nbytes, failed = time.perf_counter(), 0, 0, 0
@@ -493,19 +545,42 @@ def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine
                     check_shared_storage(Path(tasks[0][1]))
             limiter = stack.enter_context(start_limiter(settings, engine, min(workers, len(tasks))))
         try:
-            for path, counters in map_unordered(_run_part_task, [(p, d, k, cfg, limiter, keep) for p, d, k in tasks],
-                                                engine=engine, workers=workers, threads=None, ray_address=ray_address,
-                                                error=CorpusError,
-                                                broken_advice="Rerun the build: finished files are kept."):
-                bar.update(1)
-                failed += bool(counters.get("failed"))
-                records += int(counters.get("records_in") or 0)
-                nbytes += int(counters.get("size") or 0)
+            lock = threading.Lock()
+            stop = threading.Event()
+
+            def show() -> None:  # finished files' totals plus how far the files in flight are
+                _, rec_now, bytes_now = in_flight(parts_dir) if progress else (0, 0, 0)
+                r, b = records + rec_now, nbytes + bytes_now
                 dt = max(time.perf_counter() - t0, 1e-9)
-                bar.set_postfix_str(f"{records:,} records, {nbytes / 1e6:,.1f} MB ({nbytes / 1e6 / dt:,.1f} MB/s)"
-                                    + (f", {failed} failed" if failed else ""))
-                if on_file_done:
-                    on_file_done(path)
+                with lock:
+                    bar.set_postfix_str(f"{r:,} records, {b / 1e6:,.1f} MB ({b / 1e6 / dt:,.1f} MB/s)"
+                                        + (f", {failed} failed" if failed else ""))
+
+            def poll() -> None:
+                while not stop.wait(PROGRESS_POLL_S):
+                    show()
+
+            poller = threading.Thread(target=poll, daemon=True, name="build-progress")
+            if progress:
+                poller.start()
+            try:
+                for path, counters in map_unordered(_run_part_task,
+                                                    [(p, d, k, cfg, limiter, keep) for p, d, k in tasks],
+                                                    engine=engine, workers=workers, threads=None,
+                                                    ray_address=ray_address, error=CorpusError,
+                                                    broken_advice="Rerun the build: finished files are kept."):
+                    with lock:
+                        bar.update(1)
+                        failed += bool(counters.get("failed"))
+                        records += int(counters.get("records_in") or 0)
+                        nbytes += int(counters.get("size") or 0)
+                    show()
+                    if on_file_done:
+                        on_file_done(path)
+            finally:
+                stop.set()
+                if poller.is_alive():
+                    poller.join()
         finally:
             bar.close()
             if limiter is not None:

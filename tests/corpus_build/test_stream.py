@@ -375,3 +375,40 @@ def test_ray_tasks_stream_their_own_files_under_one_named_actor_limiter(served_w
     assert served_world.stats()["peak_active"] == 1 and summary["transfer"]["limiter"]["peak_connections"] == 1
     assert summary["transfer"]["streamed"]["resumes"] == 2
     assert store_digest(ws) == _local_digest(micro_corpus)[0]
+
+
+def test_progress_counts_records_and_bytes_within_a_file(served_world, tmp_path, monkeypatch):
+    """While a file streams, its worker records how far it is (records read, bytes consumed) after every
+    chunk, where the build's progress line reads it: the figures grow inside each file, stay below its
+    size, and are gone once the file is done."""
+    from forecast_env.corpus_build import pipeline
+
+    monkeypatch.setattr(pipeline, "CHUNK_RECORDS", 4)
+    seen: list[tuple[str, tuple[int, int, int]]] = []
+    real = pipeline._progress_writer
+
+    def spy(parts_dir, done_name):
+        report = real(parts_dir, done_name)
+
+        def wrapped(records, nbytes):
+            report(records, nbytes)
+            seen.append((done_name, pipeline.in_flight(parts_dir)))
+        return wrapped
+
+    monkeypatch.setattr(pipeline, "_progress_writer", spy)
+    cfg = served_config(served_world.url)
+    sources = resolve_sources(SourceSpec(cc_news="2025-03..2026-05"), cfg, tmp_path / "ws")
+    build_corpus(sources, tmp_path / "ws", config=cfg, workers=1, progress=True)
+    sizes = {p.name: p.stat().st_size for _, p in _files(served_world)}
+    by_file: dict[str, list[tuple[int, int, int]]] = {}
+    for name, fig in seen:
+        by_file.setdefault(name, []).append(fig)
+    assert len(by_file) == len(sizes)
+    for name, figs in by_file.items():
+        warc = next(w for w in sizes if name.startswith(w.split(".warc")[0]))
+        assert len(figs) >= 2 and all(files == 1 for files, _, _ in figs)  # one file in flight at a time
+        records = [r for _, r, _ in figs]
+        nbytes = [b for _, _, b in figs]
+        assert records == sorted(records) and records[-1] > records[0]
+        assert nbytes == sorted(nbytes) and 0 < nbytes[-1] < sizes[warc]
+    assert pipeline.in_flight(tmp_path / "ws" / "corpus" / "parts") == (0, 0, 0)
