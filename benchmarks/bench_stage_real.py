@@ -21,7 +21,6 @@ The sets stay out of the repository (their licences); see bench_extract_quality.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import tempfile
 import time
@@ -57,15 +56,15 @@ def write_pages_warc(path: Path, pages) -> int:
 
 def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
     """(records in, kept, CPU seconds) of process_warc over the file under one variant."""
-    import forecast_env.corpus_build.extract as extract_mod
     from forecast_env.config import load_config
     from forecast_env.corpus_build import pipeline
 
     profile = "paper" if variant == "paper" else "news"
-    cfg = load_config("corpus", overrides=[f"quality.profile={profile}", "corpus_start=2000-01-01"])
-    original = extract_mod.extract_page
-    if variant in ("trafilatura", "longer"):
-        extract_mod.extract_page = functools.partial(original, body_mode=variant)
+    body_mode = variant if variant in ("trafilatura", "longer") else "own"
+    # the body path through the build's own config key (a patched extract_page would be overridden by
+    # the body_mode the stage passes)
+    cfg = load_config("corpus", overrides=[f"quality.profile={profile}", "corpus_start=2000-01-01",
+                                           f"extract.body_mode={body_mode}"])
     try:
         pipeline._WORKER.clear()
         tools = pipeline._tools(cfg)
@@ -75,7 +74,7 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
         articles, _dropped, counters, _errors = pipeline.process_warc(warc, cfg)
         dt = time.process_time() - t0
     finally:
-        extract_mod.extract_page = original
+        pipeline._WORKER.clear()
     return int(counters["records_in"]), articles.num_rows, dt
 
 

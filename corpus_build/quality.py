@@ -12,11 +12,15 @@ kept whole). Each filter's `filter(text)` returns a `FilterResult` whose reason 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
 
 from forecast_env.errors import ConfigError
 from forecast_env.schema import CORPUS_REASONS
@@ -60,9 +64,28 @@ def _is_symbol_char(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "PSCZ"
 
 
+@functools.lru_cache(maxsize=200_000)
+def _is_symbol_word(word: str) -> bool:
+    """Every character is punctuation, a symbol, a control or a separator (datatrove's non-symbol test),
+    cached per distinct token: a body repeats its words, and the vocabulary of a WARC is small."""
+    return all(_is_symbol_char(c) for c in word)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _has_alpha(word: str) -> bool:
+    return any(c.isalpha() for c in word)
+
+
 def word_tokenize(text: str) -> list[str]:
     """English word tokens approximating NLTK's `word_tokenize` (punctuation split off)."""
-    return _WORD_RE.findall(text)
+    return list(_tokens(text))
+
+
+@functools.lru_cache(maxsize=8)
+def _tokens(text: str) -> tuple[str, ...]:
+    """`word_tokenize`, remembered for the last few texts: every filter of both profiles tokenizes the
+    same body (the part records both profiles' verdicts), so it is tokenized once."""
+    return tuple(_WORD_RE.findall(text))
 
 
 def sent_tokenize(text: str) -> list[str]:
@@ -140,9 +163,9 @@ class GopherQualityFilter:
         self.alpha_ratio_of = alpha_ratio_of
 
     def filter(self, text: str) -> FilterResult:
-        words = word_tokenize(text)
+        words = _tokens(text)
         n_words = len(words)
-        non_symbol = [w for w in words if not all(_is_symbol_char(c) for c in w)]
+        non_symbol = [w for w in words if not _is_symbol_word(w)]
         n_non_symbol = len(non_symbol)
         if self.min_doc_words and n_non_symbol < self.min_doc_words:
             return _drop("gopher_short_doc", f"words={n_non_symbol}", text)
@@ -171,7 +194,7 @@ class GopherQualityFilter:
                 return _drop("gopher_ellipsis_lines", f"ratio={ratio:.3f}", text)
         if self.max_non_alpha_words_ratio:
             pool = words if self.alpha_ratio_of == "all_tokens" else non_symbol
-            ratio = sum(any(c.isalpha() for c in w) for w in pool) / len(pool)
+            ratio = sum(map(_has_alpha, pool)) / len(pool)
             if ratio < self.max_non_alpha_words_ratio:
                 return _drop("gopher_alpha_words", f"alpha_ratio={ratio:.3f}", text)
         if self.min_stop_words:
@@ -196,8 +219,10 @@ def _find_duplicates(items: list[str]) -> tuple[int, int]:
     return dup_elements, dup_chars
 
 
-def _top_ngram_chars(words: list[str], n: int) -> int:
-    """Characters covered by the most frequent n-gram (" "-joined length x count), as datatrove."""
+def _top_ngram_chars(words: Sequence[str], n: int) -> int:
+    """Characters covered by the most frequent n-gram (" "-joined length x count), as datatrove.
+
+    Reference implementation (the filter uses `_NgramIndex.top_chars`, tested equal)."""
     grams = Counter(zip(*(words[i:] for i in range(n))))
     if not grams:
         return 0
@@ -205,8 +230,10 @@ def _top_ngram_chars(words: list[str], n: int) -> int:
     return (sum(len(w) for w in gram) + n - 1) * count
 
 
-def _all_dup_ngram_chars(words: list[str], lengths: list[int], n: int) -> int:
-    """Characters of repeated n-grams, skipping past each repeat (datatrove find_all_duplicate)."""
+def _all_dup_ngram_chars(words: Sequence[str], lengths: Sequence[int], n: int) -> int:
+    """Characters of repeated n-grams, skipping past each repeat (datatrove find_all_duplicate).
+
+    Reference implementation (the filter uses `_NgramIndex.dup_chars`, tested equal)."""
     n_words = len(words)
     seen: set[tuple[str, ...]] = set()
     repeated = idx = 0
@@ -219,6 +246,78 @@ def _all_dup_ngram_chars(words: list[str], lengths: list[int], n: int) -> int:
             seen.add(gram)
             idx += 1
     return repeated
+
+
+class _NgramIndex:
+    """Exact n-gram statistics of one token list in numpy: each n-gram gets a dense id, built from
+    the (n-1)-gram ids and the next word's id (no hashing, so no collisions)."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        ids: dict[str, int] = {}
+        self.words = np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int64, count=len(words))
+        self.vocab = max(len(ids), 1)
+        self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        self._grams: dict[int, np.ndarray] = {1: self.words}
+
+    def grams(self, n: int) -> np.ndarray:
+        """Dense ids of the n-grams starting at 0 .. len - n (equal ids: equal n-grams)."""
+        if n not in self._grams:
+            prev = self.grams(n - 1)
+            m = len(self.words) - n + 1
+            if m <= 0:
+                self._grams[n] = np.empty(0, dtype=np.int64)
+            else:
+                key = prev[:m] * self.vocab + self.words[n - 1:n - 1 + m]
+                self._grams[n] = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        return self._grams[n]
+
+    def top_chars(self, n: int) -> int:
+        """`_top_ngram_chars`: the most frequent n-gram, ties to the one seen first (Counter's order)."""
+        g = self.grams(n)
+        if g.size == 0:
+            return 0
+        counts = np.bincount(g)
+        best = counts.max()
+        first = np.full(counts.size, g.size, dtype=np.int64)
+        np.minimum.at(first, g, np.arange(g.size))
+        pos = int(first[counts == best].min())
+        return (int(self.lengths[pos:pos + n].sum()) + n - 1) * int(best)
+
+    def dup_chars(self, n: int) -> int:
+        """`_all_dup_ngram_chars`: the same left-to-right walk, visiting only the positions where an
+        n-gram occurs again (most bodies have none), so the loop runs over repeats, not words."""
+        g = self.grams(n)
+        if g.size == 0:
+            return 0
+        first = np.full(int(g.max()) + 1, g.size, dtype=np.int64)
+        np.minimum.at(first, g, np.arange(g.size))
+        later = np.nonzero(first[g] < np.arange(g.size))[0]
+        if later.size == 0:
+            return 0
+        cum = np.concatenate([[0], np.cumsum(self.lengths)])
+        # the walk: a gram is "seen" once a visited position held it; a repeat skips the next n-1
+        seen: set[int] = set()
+        repeated = 0
+        idx = 0
+        gl = g.tolist()
+        for c in later.tolist():
+            if c < idx:
+                continue
+            # positions idx .. c-1 are visited and are not repeats of a seen gram... unless they are:
+            # `later` holds every position whose gram occurred before, so the others are first sightings
+            seen.update(gl[idx:c])
+            if gl[c] in seen:
+                repeated += int(cum[c + n] - cum[c])
+                idx = c + n
+            else:
+                seen.add(gl[c])
+                idx = c + 1
+        return repeated
+
+
+@functools.lru_cache(maxsize=4)
+def _ngram_index(text: str) -> _NgramIndex:
+    return _NgramIndex(_tokens(text))
 
 
 class GopherRepetitionFilter:
@@ -267,14 +366,13 @@ class GopherRepetitionFilter:
             return _drop("gopher_dup_line_frac", f"frac={dup / len(lines):.3f}", text)
         if self.dup_line_char_frac and dup_chars / n_chars > self.dup_line_char_frac:
             return _drop("gopher_dup_line_char_frac", f"frac={dup_chars / n_chars:.3f}", text)
-        words = word_tokenize(text)
+        index = _ngram_index(text)
         for n, frac in self.top_n_grams:
-            share = _top_ngram_chars(words, n) / n_chars
+            share = index.top_chars(n) / n_chars
             if share > frac:
                 return _drop(f"gopher_top_{n}_gram", f"share={share:.3f}", text)
-        lengths = [len(w) for w in words]
         for n, frac in self.dup_n_grams:
-            share = _all_dup_ngram_chars(words, lengths, n) / n_chars
+            share = index.dup_chars(n) / n_chars
             if share > frac:
                 return _drop(f"gopher_dup_{n}_gram", f"share={share:.3f}", text)
         return FilterResult(True, None, None, text)
@@ -394,7 +492,7 @@ class FineWebFilter:
         ratio = _find_duplicates(lines)[1] / n_chars
         if ratio > self.char_duplicates_ratio:
             return _drop("fineweb_dup_line_chars", f"ratio={ratio:.4f}", text)
-        n_words = len(word_tokenize(text)) or 1
+        n_words = len(_tokens(text)) or 1
         newlines = text.count("\n") if self.newlines_of_blank_lines else len(lines) - 1
         ratio = newlines / n_words
         if ratio > self.new_line_ratio:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forecast_env.config import load_config
+from forecast_env.corpus_build import quality as _q
 from forecast_env.corpus_build.quality import (
     C4Filter,
     FineWebFilter,
@@ -208,3 +211,41 @@ def test_tokenizers() -> None:
         '"Yes."',
         "Then",
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast n-gram statistics equal datatrove's walks (the reference loops kept in quality.py)
+# ---------------------------------------------------------------------------------------------
+
+
+_TOKENS = st.lists(st.sampled_from(["a", "bb", "the", "of", "ccc", ".", "x", "yy"]), max_size=160)
+
+
+@settings(max_examples=400, deadline=None)
+@given(words=_TOKENS, n=st.integers(min_value=1, max_value=10))
+def test_ngram_index_equals_the_reference_walks(words: list[str], n: int) -> None:
+    index = _q._NgramIndex(words)
+    assert index.dup_chars(n) == _q._all_dup_ngram_chars(words, [len(w) for w in words], n)
+    assert index.top_chars(n) == _q._top_ngram_chars(words, n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(st.lists(st.sampled_from(["w1", "w2", "w3", "w4", "w5", "w6"]), min_size=1, max_size=12),
+                       max_size=12), reps=st.lists(st.integers(min_value=0, max_value=4), max_size=12))
+def test_ngram_index_on_repeated_passages(blocks: list[list[str]], reps: list[int]) -> None:
+    """Bodies made of repeated passages (captions, boilerplate) hit the skip-after-repeat rule often."""
+    words: list[str] = []
+    for i, block in enumerate(blocks):
+        words += block * (1 + (reps[i] if i < len(reps) else 0))
+    index = _q._NgramIndex(words)
+    for n in range(2, 11):
+        assert index.dup_chars(n) == _q._all_dup_ngram_chars(words, [len(w) for w in words], n), n
+        assert index.top_chars(n) == _q._top_ngram_chars(words, n), n
+
+
+def test_cached_tokens_are_not_shared_between_texts() -> None:
+    a, b = "One two three. Four five.", "Six seven eight."
+    assert word_tokenize(a) != word_tokenize(b)
+    toks = word_tokenize(a)
+    toks.append("mutated")  # callers get a fresh list: the cache cannot be changed from outside
+    assert word_tokenize(a)[-1] == "."
