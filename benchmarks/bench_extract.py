@@ -195,7 +195,7 @@ def main() -> None:
 
     def ours_extract(p):
         url, html = p
-        ext = extract_page(html, url)
+        ext = extract_page(html, url, body_mode="own")
         return assign_timestamps(ext, url, None, crawl), ext
 
     def ours_full(p):
@@ -207,7 +207,7 @@ def main() -> None:
 
     def ours_no_fallback(p):
         url, html = p
-        extract_page(html, url, use_trafilatura_fallback=False)
+        extract_page(html, url, use_trafilatura_fallback=False, body_mode="own")
 
     def traf_meta(p):
         url, html = p

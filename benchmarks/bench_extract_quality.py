@@ -228,13 +228,13 @@ def detect_loader(root: Path, name: str = "") -> Callable[[Path], list[Page]]:
 def _ours(html: str, url: str) -> str:
     from forecast_env.corpus_build.extract import extract_page
 
-    return extract_page(html, url).body or ""
+    return extract_page(html, url, body_mode="own").body or ""
 
 
 def _ours_no_fallback(html: str, url: str) -> str:
     from forecast_env.corpus_build.extract import extract_page
 
-    return extract_page(html, url, use_trafilatura_fallback=False).body or ""
+    return extract_page(html, url, use_trafilatura_fallback=False, body_mode="own").body or ""
 
 
 def _ours_traf_body(html: str, url: str) -> str:
@@ -284,7 +284,7 @@ def _justext(html: str, url: str) -> str:
 
 
 EXTRACTORS: dict[str, tuple[str, Callable[[str, str], str]]] = {
-    "ours": ("ours: extract_page (body + title/summary/canonical/timestamp candidates)", _ours),
+    "ours": ("ours: extract_page(body_mode='own') (body + title/summary/canonical/timestamp candidates)", _ours),
     "ours_no_fallback": ("ours without the trafilatura fallback", _ours_no_fallback),
     "ours_traf_body": ("extract_page(body_mode='trafilatura'): our parse for metadata, trafilatura's body",
                        _ours_traf_body),

@@ -6,7 +6,9 @@ runs over it under each variant, in the same process and run:
 
 - ``news`` / ``paper``: the quality profile (`quality.profile`); each also records the other
   profile's verdicts for the funnel, as a build does;
-- ``news, one profile``: the other profile's verdicts not computed (the cost before profiles);
+- ``news-plain-filters``: the news profile with the filters as a plain port (each filter tokenizes
+  on its own, Python n-gram loops: the quality stage before its speed-up; bench_quality_filters.py);
+- ``news-one-profile``: the other profile's verdicts not computed (the cost before profiles);
 - ``body_mode=trafilatura|longer``: the body from trafilatura on every page, or the longer of ours and
   trafilatura's (``extract_page(body_mode=)``), with the news profile.
 
@@ -21,6 +23,7 @@ The sets stay out of the repository (their licences); see bench_extract_quality.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -28,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = ("news", "paper", "news-one-profile", "trafilatura", "longer")
+VARIANTS = ("news", "news-plain-filters", "paper", "news-one-profile", "trafilatura", "longer")
 
 
 def write_pages_warc(path: Path, pages) -> int:
@@ -65,14 +68,17 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
     # the body_mode the stage passes)
     cfg = load_config("corpus", overrides=[f"quality.profile={profile}", "corpus_start=2000-01-01",
                                            f"extract.body_mode={body_mode}"])
+    from bench_quality_filters import plain_path
+
     try:
         pipeline._WORKER.clear()
         tools = pipeline._tools(cfg)
         if variant == "news-one-profile":
             tools["other_filters"] = {}
-        t0 = time.process_time()
-        articles, _dropped, counters, _errors = pipeline.process_warc(warc, cfg)
-        dt = time.process_time() - t0
+        with plain_path() if variant == "news-plain-filters" else contextlib.nullcontext():
+            t0 = time.process_time()
+            articles, _dropped, counters, _errors = pipeline.process_warc(warc, cfg)
+            dt = time.process_time() - t0
     finally:
         pipeline._WORKER.clear()
     return int(counters["records_in"]), articles.num_rows, dt

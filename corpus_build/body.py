@@ -23,7 +23,8 @@ import re
 
 import lxml.etree
 
-__all__ = ["BODY_MODES", "article_body", "block_text", "own_body", "text_of", "trafilatura_body"]
+__all__ = ["BODY_MODES", "DEFAULT_BODY_MODE", "article_body", "block_text", "own_body", "strip_headline", "table_share", "text_of",
+           "trafilatura_body"]
 
 #: Subtrees that are never body text.
 BOILER_TAGS = frozenset({
@@ -411,9 +412,36 @@ def trafilatura_body(html: str, url: str) -> str:
 
 #: How the body is chosen (`extract_page(..., body_mode=)`; benchmarks/RESULTS.md says why the default).
 BODY_MODES = ("own", "trafilatura", "longer")
+#: The default body path (configs/corpus.yaml `extract.body_mode`): trafilatura's main-content
+#: extraction, the one that met the quality goal on every held-out set (benchmarks/RESULTS.md, issue 25).
+DEFAULT_BODY_MODE = "trafilatura"
 
 
-def article_body(tree, html: str, url: str, use_fallback: bool = True, body_mode: str = "own") -> str:
+#: trafilatura writes a table as "| cell | cell |" lines; when such lines hold more than this share of
+#: its text, it has read a page laid out as a table (navigation cell and all, which it keeps in every
+#: mode) and our blocks, which leave out cells of link text, are the body when trustworthy.
+LAYOUT_TABLE_SHARE = 0.5
+
+
+def table_share(text: str) -> float:
+    """Share of `text`'s characters on lines that trafilatura wrote as table rows ("| ... |")."""
+    if not text:
+        return 0.0
+    rows = sum(len(line) for line in text.split("\n") if line.lstrip().startswith("|"))
+    return rows / len(text)
+
+
+def strip_headline(body: str, headlines: list[str]) -> str:
+    """The body without a first paragraph that repeats the headline (trafilatura keeps the <h1>; the
+    title is its own field). Compared case- and whitespace-insensitively."""
+    head, sep, rest = body.lstrip().partition("\n")
+    key = " ".join(head.split()).casefold()
+    if key and any(key == " ".join(h.split()).casefold() for h in headlines if h):
+        return rest.lstrip("\n")
+    return body
+
+
+def article_body(tree, html: str, url: str, use_fallback: bool = True, body_mode: str = DEFAULT_BODY_MODE) -> str:
     """The page's article body (tree: our parse of html).
 
     ``own``: ours when trustworthy, else trafilatura's when it finds more. ``trafilatura``: trafilatura's
@@ -424,7 +452,10 @@ def article_body(tree, html: str, url: str, use_fallback: bool = True, body_mode
         raise ValueError(f"body_mode {body_mode!r}: choose one of {', '.join(BODY_MODES)}")
     if body_mode == "trafilatura":
         alt = trafilatura_body(html, url)
-        return alt if alt.strip() else own_body(tree)[0]
+        if alt.strip() and table_share(alt) <= LAYOUT_TABLE_SHARE:
+            return alt
+        text, trusted = own_body(tree)
+        return text if (trusted or not alt.strip()) else alt
     text, trusted = own_body(tree)
     if body_mode == "own" and (trusted or not use_fallback):
         return text

@@ -20,7 +20,7 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
 
-from forecast_env.corpus_build.body import article_body, block_text, text_of
+from forecast_env.corpus_build.body import DEFAULT_BODY_MODE, article_body, block_text, strip_headline, text_of
 
 __all__ = [
     "MOD_RULES",
@@ -317,7 +317,8 @@ def strip_site_suffix(title: str | None, site_names: list[str]) -> str | None:
     return title
 
 
-def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True, body_mode: str = "own") -> Extracted:
+def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
+                 body_mode: str = DEFAULT_BODY_MODE) -> Extracted:
     """Parse one HTML page once and extract text fields, canonical link and timestamp candidates
     (`body_mode`: how the body is chosen, `corpus_build.body.article_body`)."""
     tree = _parse(html)
@@ -427,6 +428,8 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True, bod
 
     body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback,
                                              body_mode=body_mode))
+    h1 = tree.find(".//h1")
+    body = strip_headline(body, [title or "", block_text(h1) if h1 is not None else ""])
 
     if not any(ch.isalnum() for ch in body):
         body = ""

@@ -62,11 +62,12 @@ EXECUTION_KEYS = ("execution", "source")  # source: where files are served from 
 #: holds, so the corpus snapshot id leaves them out (the index has its own hash).
 INDEX_KEYS = ("embed", "index", "retrieval")
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 8  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
+PART_VERSION = 9  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
 # 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
 # 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc;
 # 7: quality profiles (news | paper), FineWeb line rules on non-empty lines, Gopher distinct stop words;
-# 8: extract.body_mode, dropped rows carry text_head
+# 8: extract.body_mode, dropped rows carry text_head; 9: trafilatura body by default, a first paragraph
+# repeating the headline cut, layout tables read by our blocks
 
 _WORKER: dict[str, Any] = {}
 
@@ -92,10 +93,10 @@ def per_file_config_hash(cfg: dict[str, Any]) -> str:
 
 
 def body_mode_of(cfg: dict[str, Any]) -> str:
-    """The configured `extract.body_mode` (default `own`), checked against `body.BODY_MODES`."""
-    from forecast_env.corpus_build.body import BODY_MODES
+    """The configured `extract.body_mode` (default `body.DEFAULT_BODY_MODE`), checked against `body.BODY_MODES`."""
+    from forecast_env.corpus_build.body import BODY_MODES, DEFAULT_BODY_MODE
 
-    mode = str((cfg.get("extract") or {}).get("body_mode") or "own")
+    mode = str((cfg.get("extract") or {}).get("body_mode") or DEFAULT_BODY_MODE)
     if mode not in BODY_MODES:
         raise CorpusError(f"config extract.body_mode = {mode!r} is not known; choose one of {', '.join(BODY_MODES)}")
     return mode
@@ -120,7 +121,7 @@ def snapshot_config_hash(cfg: dict[str, Any]) -> str:
     kept = {k: v for k, v in cfg.items() if k not in EXECUTION_KEYS + INDEX_KEYS + DIAGNOSTIC_KEYS}
     if "quality" in kept:
         kept["quality"] = _resolved_quality(cfg)
-    kept.pop("extract", None)  # the default body mode leaves the id as before the key existed
+    kept.pop("extract", None)  # the own body path leaves the id as before the key existed
     if body_mode_of(cfg) != "own":
         kept["extract"] = _resolved_extract(cfg)
     return config_hash(kept)
