@@ -20,7 +20,13 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
 
-from forecast_env.corpus_build.body import DEFAULT_BODY_MODE, article_body, block_text, strip_headline, text_of
+from forecast_env.corpus_build.body import (
+    DEFAULT_BODY_MODE,
+    article_body,
+    block_text,
+    strip_headline,
+    text_of,
+)
 
 __all__ = [
     "MOD_RULES",

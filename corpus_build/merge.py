@@ -54,7 +54,7 @@ from forecast_env.corpus_build.dedup import (
     url_pairs,
     url_partners,
 )
-from forecast_env.corpus_build.report import dropped_counts
+from forecast_env.corpus_build.report import ArticleTally, combine_tallies, dropped_counts, tally_articles
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (
@@ -482,10 +482,10 @@ def _month_spill(task: MonthTask, spill: Path) -> int:
     return groups
 
 
-def _write_month_streamed(task: MonthTask, out: Path) -> tuple[bool, pa.Table]:
+def _write_month_streamed(task: MonthTask, out: Path) -> tuple[bool, ArticleTally]:
     """A month shard of more than one row group, one row group in memory at a time (same bytes as
     `write_if_changed(out, month_table(task))`): the parts' rows are spilled by row group, then each
-    group is sorted and written. Returns (written, the report columns of its rows)."""
+    group is sorted and written. Returns (written, the funnel's tally of its rows)."""
     spill = out.with_name(f".{out.stem}.spill")
     shutil.rmtree(spill, ignore_errors=True)
     reports = []
@@ -498,16 +498,16 @@ def _write_month_streamed(task: MonthTask, out: Path) -> tuple[bool, pa.Table]:
                 (spill / f"{g:06d}.arrow").unlink()
                 piece = piece.take(pc.sort_indices(piece["_pos"])).drop_columns(["_pos"])
                 writer.add(piece)
-                reports.append(piece.select(list(REPORT_COLUMNS)))
+                reports.append(tally_articles(piece.select(list(REPORT_COLUMNS))))
                 del piece
             written = writer.close()
     finally:
         shutil.rmtree(spill, ignore_errors=True)
-    return written, pa.concat_tables(reports)
+    return written, combine_tallies(reports)
 
 
-def write_month(task: MonthTask) -> tuple[str, bool, pa.Table, tuple[int, int]]:
-    """Write one month shard if its bytes changed: (month, written, the report columns of its rows,
+def write_month(task: MonthTask) -> tuple[str, bool, ArticleTally, tuple[int, int]]:
+    """Write one month shard if its bytes changed: (month, written, the funnel's tally of its rows,
     the shard's (size, mtime_ns)). A shard written for the same plan and untouched since is not
     even rebuilt (an incremental build reads only the months it changes). A month of more than
     `ROW_GROUP_ROWS` rows is written one row group at a time (`_write_month_streamed`)."""
@@ -515,13 +515,13 @@ def write_month(task: MonthTask) -> tuple[str, bool, pa.Table, tuple[int, int]]:
     if task.recorded is not None and out.exists():
         st = out.stat()
         if (st.st_size, st.st_mtime_ns) == tuple(task.recorded):
-            return task.month, False, pq.read_table(out, columns=list(REPORT_COLUMNS)), task.recorded
+            return task.month, False, tally_articles(pq.read_table(out, columns=list(REPORT_COLUMNS))), task.recorded
     if month_rows(task) > ROW_GROUP_ROWS:
         written, report = _write_month_streamed(task, out)
     else:
         table = month_table(task)
         written = write_if_changed(out, table)
-        report = table.select(list(REPORT_COLUMNS))
+        report = tally_articles(table.select(list(REPORT_COLUMNS)))
         del table
     st = out.stat()
     return task.month, written, report, (st.st_size, st.st_mtime_ns)
@@ -584,7 +584,7 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool]:
         return task.stage, writer.close()
 
 
-def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, pa.Table | None, tuple | None]:
+def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, ArticleTally | None, tuple | None]:
     if isinstance(task, MonthTask):
         month, written, report, stat = write_month(task)
         return "articles", month, written, report, stat
@@ -656,7 +656,7 @@ class MergeResult:
 
     written: dict[str, list[str]]
     dropped: pa.Table            # (stage, reason, n): dropped rows counted per stage and reason, dedup included
-    articles: pa.Table           # REPORT_COLUMNS of every kept article
+    articles: ArticleTally       # the funnel's counts of the kept articles (one tally per month, summed)
     timings: dict[str, float]
 
 
@@ -755,7 +755,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
                     for s in schema.CORPUS_STAGES]
     del order
     written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
-    reports: dict[str, pa.Table] = {}
+    reports: dict[str, ArticleTally] = {}
     shards: dict[str, dict] = {}
     for kind, name, did_write, report, stat in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
                                               "store", progress):
@@ -775,8 +775,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     # counted per part: the report needs (stage, reason) counts, not the corpus's dropped rows
     counts = [dropped_counts(pq.read_table(p.dropped, columns=["stage", "reason"])) for p in parts]
     dropped = dropped_counts(pa.concat_tables([*counts, dropped_counts(dedup_rows)]))
-    report_sch = pa.schema([schema.ARTICLES.field(c) for c in REPORT_COLUMNS])
-    articles = pa.concat_tables([reports[m] for m in sorted(reports)]) if reports else report_sch.empty_table()
+    articles = combine_tallies([reports[m] for m in sorted(reports)])
     t_end = time.perf_counter()
     phase("store")
     timings = {"keys_s": round(t_keys - t0, 3), "pairs_s": round(t_pairs - t_keys, 3),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,35 +54,94 @@ def dropped_total(dropped: pa.Table) -> int:
     return int(pc.sum(dropped["n"]).as_py() or 0) if "n" in dropped.column_names else dropped.num_rows
 
 
-def visibility_moves(adf: pl.DataFrame) -> dict[str, Any]:
+#: The columns of an article tally (`tally_articles`): what the funnel counts, with a count `n`.
+_TALLY_KEYS = ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_source", "leak_flag", "leak_kind",
+               "market_quote", "month", "net")
+
+
+@dataclass
+class ArticleTally:
+    """The kept articles as the funnel report counts them, without one row per article: `keys` holds
+    one row per distinct combination of `_TALLY_KEYS` with its count `n`, `moves` one row per
+    visibility rule (articles moved, days in total, fewest and most days). Tallies of disjoint sets
+    of articles add up (`combine_tallies`), so the merge sums one per month shard."""
+
+    keys: pl.DataFrame
+    moves: pl.DataFrame
+
+    @property
+    def articles(self) -> int:
+        return int(self.keys["n"].sum()) if self.keys.height else 0
+
+
+_KEY_SCHEMA = {"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
+               "visible_source": pl.Utf8, "leak_flag": pl.Boolean, "leak_kind": pl.Utf8, "market_quote": pl.Boolean,
+               "month": pl.Utf8, "net": pl.Int64, "n": pl.Int64}
+_MOVE_SCHEMA = {"rule": pl.Utf8, "articles": pl.Int64, "days_total": pl.Int64, "days_min": pl.Int64,
+                "days_max": pl.Int64}
+
+
+def tally_articles(articles: pa.Table) -> ArticleTally:
+    """The funnel's counts of kept articles (any columns of `merge.REPORT_COLUMNS` they have)."""
+    if articles.num_rows == 0:
+        return ArticleTally(pl.DataFrame(schema=_KEY_SCHEMA), pl.DataFrame(schema=_MOVE_SCHEMA))
+    adf = pl.DataFrame(pl.from_arrow(articles))
+    cols = []
+    for name in ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_source"):
+        cols.append(pl.col(name).cast(pl.Utf8) if name in adf.columns else pl.lit(None, pl.Utf8).alias(name))
+    cols.append(pl.col("leak_flag").fill_null(False) if "leak_flag" in adf.columns else pl.lit(False).alias("leak_flag"))
+    cols.append(pl.col("leak_reason").str.split(":").list.first().alias("leak_kind")
+                if "leak_reason" in adf.columns else pl.lit(None, pl.Utf8).alias("leak_kind"))
+    cols.append(pl.col("market_quote").fill_null(False) if "market_quote" in adf.columns
+                else pl.lit(False).alias("market_quote"))
+    cols.append(pl.col("day").dt.strftime("%Y-%m").alias("month") if "day" in adf.columns
+                else pl.lit(None, pl.Utf8).alias("month"))
+    has_moves = "visible_moves" in adf.columns
+    cols.append(pl.col("visible_moves").list.eval(pl.element().struct.field("days")).list.sum().fill_null(0)
+                .cast(pl.Int64).alias("net") if has_moves else pl.lit(0, pl.Int64).alias("net"))
+    keys = adf.select(cols).group_by(list(_TALLY_KEYS)).len("n").with_columns(pl.col("n").cast(pl.Int64))
+    moves = pl.DataFrame(schema=_MOVE_SCHEMA)
+    if has_moves:
+        flat = adf.select(pl.col("visible_moves").explode()).drop_nulls()
+        if flat.height:
+            moves = flat.unnest("visible_moves").group_by("rule").agg(
+                pl.len().cast(pl.Int64).alias("articles"), pl.col("days").sum().cast(pl.Int64).alias("days_total"),
+                pl.col("days").min().cast(pl.Int64).alias("days_min"),
+                pl.col("days").max().cast(pl.Int64).alias("days_max"))
+    return ArticleTally(keys.cast(_KEY_SCHEMA), moves.cast(_MOVE_SCHEMA))
+
+
+def combine_tallies(tallies: Sequence[ArticleTally]) -> ArticleTally:
+    """The tally of the union of disjoint article sets."""
+    if not tallies:
+        return tally_articles(pa.table({}))
+    keys = pl.concat([t.keys for t in tallies]).group_by(list(_TALLY_KEYS)).agg(pl.col("n").sum())
+    moves = pl.concat([t.moves for t in tallies]).group_by("rule").agg(
+        pl.col("articles").sum(), pl.col("days_total").sum(), pl.col("days_min").min(), pl.col("days_max").max())
+    return ArticleTally(keys.cast(_KEY_SCHEMA), moves.cast(_MOVE_SCHEMA))
+
+
+def visibility_moves(articles: pa.Table | ArticleTally) -> dict[str, Any]:
     """How many articles each visibility rule moved away from the paper's day, and by how many days
     (docs/design.md §2.timestamps); `net_days`: articles per net shift of their day."""
-    if adf.height == 0 or "visible_moves" not in adf.columns:
+    tally = articles if isinstance(articles, ArticleTally) else tally_articles(articles)
+    if tally.articles == 0:
         return {"sources": {}, "rules": {}, "net_days": {}, "articles_moved": 0}
-    moves = adf.select(pl.col("visible_moves").explode()).drop_nulls()
-    rules: dict[str, dict[str, int]] = {}
-    if moves.height:
-        per = moves.unnest("visible_moves").group_by("rule").agg(
-            pl.len().alias("articles"), pl.col("days").sum().alias("days_total"),
-            pl.col("days").min().alias("days_min"), pl.col("days").max().alias("days_max")).sort("rule")
-        rules = {r.pop("rule"): {k: int(v) for k, v in r.items()} for r in per.iter_rows(named=True)}
-    net = adf.select(pl.col("visible_moves").list.eval(pl.element().struct.field("days")).list.sum()
-                     .fill_null(0).alias("net"))
-    counts = net.group_by("net").len().sort("net")
-    net_days = {str(int(d)): int(n) for d, n in zip(counts["net"].to_list(), counts["len"].to_list())}
-    return {"sources": _counts(adf, "visible_source"), "rules": rules, "net_days": net_days,
+    rules = {r.pop("rule"): {k: int(v) for k, v in r.items()} for r in tally.moves.sort("rule").iter_rows(named=True)}
+    counts = tally.keys.group_by("net").agg(pl.col("n").sum()).sort("net")
+    net_days = {str(int(d)): int(n) for d, n in zip(counts["net"].to_list(), counts["n"].to_list())}
+    return {"sources": _counts(tally.keys, "visible_source"), "rules": rules, "net_days": net_days,
             "articles_moved": int(sum(n for d, n in net_days.items() if d != "0"))}
 
 
-def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, articles: pa.Table,
+def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, articles: pa.Table | ArticleTally,
                  file_errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The funnel of one build from per-file counters, all dropped rows (or their `dropped_counts`)
-    and the kept articles."""
+    and the kept articles (or their `tally_articles`)."""
     ddf = pl.from_arrow(dropped_counts(dropped)) if dropped.num_rows else pl.DataFrame(
         schema={"stage": pl.Utf8, "reason": pl.Utf8, "n": pl.Int64})
-    adf = pl.from_arrow(articles) if articles.num_rows else pl.DataFrame(
-        schema={"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
-                "leak_flag": pl.Boolean, "leak_reason": pl.Utf8, "market_quote": pl.Boolean, "day": pl.Date})
+    tally = articles if isinstance(articles, ArticleTally) else tally_articles(articles)
+    adf = tally.keys
     records_in = int(sum(int(c.get("records_in", 0)) for c in counters))
     stages = []
     remaining = records_in
@@ -91,18 +151,10 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
         stages.append({"stage": stage, "in": remaining, "dropped": n, "out": remaining - n,
                        "reasons": _counts(sub, "reason")})
         remaining -= n
-    kept = int(adf.height)
+    kept = tally.articles
     sources = _counts(adf, "t_source")
     shares = {s: (round(100.0 * sources.get(s, 0) / kept, 2) if kept else 0.0) for s in ("pub", "mod", "crawl")}
-    leak = adf.filter(pl.col("leak_flag")) if kept else adf
-    leak_kinds = {}
-    if leak.height:
-        kinds = leak.with_columns(pl.col("leak_reason").str.split(":").list.first().alias("kind"))
-        leak_kinds = _counts(kinds, "kind")
-    months = {}
-    if kept:
-        m = adf.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("month"))
-        months = dict(sorted(_counts(m, "month").items()))
+    leak = adf.filter(pl.col("leak_flag"))
     return {
         "files": len(counters),
         "records_in": records_in,
@@ -114,15 +166,15 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
             "source_counts": {s: sources.get(s, 0) for s in ("pub", "mod", "crawl")},
             "source_share_pct": shares,
             "rules": _counts(adf, "t_rule"),
-            "pub_rules": _counts(adf.drop_nulls("t_pub_rule") if kept else adf, "t_pub_rule"),
-            "mod_rules": _counts(adf.drop_nulls("t_mod_rule") if kept else adf, "t_mod_rule"),
+            "pub_rules": _counts(adf.drop_nulls("t_pub_rule"), "t_pub_rule"),
+            "mod_rules": _counts(adf.drop_nulls("t_mod_rule"), "t_mod_rule"),
         },
         "dedup": {r: stages[-1]["reasons"].get(r, 0) for r in schema.CORPUS_REASONS["dedup"]},
-        "visibility": visibility_moves(adf),
-        "leak_flags": int(leak.height),
-        "leak_kinds": leak_kinds,
-        "market_quotes": int(adf["market_quote"].fill_null(False).sum()) if kept else 0,
-        "months": months,
+        "visibility": visibility_moves(tally),
+        "leak_flags": int(leak["n"].sum()) if leak.height else 0,
+        "leak_kinds": _counts(leak, "leak_kind"),
+        "market_quotes": int(adf.filter(pl.col("market_quote"))["n"].sum()) if kept else 0,
+        "months": dict(sorted(_counts(adf, "month").items())),
         "file_errors": [dict(e) for e in file_errors],
         "quality_profiles": other_profiles(counters),
     }

@@ -5,6 +5,7 @@ on the micro world, on a second sample world, and on hand-made parts with every 
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -362,7 +363,7 @@ def test_empty_parts(tmp_path: Path) -> None:
     ref, _ = _reference(parts, tmp_path / "ref")
     got, res = _out_of_core(parts, tmp_path / "ooc")
     _assert_same(got, ref)
-    assert res.articles.num_rows == 0 and res.dropped.to_pylist() == [{"stage": "read", "reason": "http_status", "n": 1}]
+    assert res.articles.articles == 0 and res.dropped.to_pylist() == [{"stage": "read", "reason": "http_status", "n": 1}]
 
 
 def test_merge_estimate_is_bounded_by_the_task_size() -> None:
@@ -380,3 +381,31 @@ def test_merge_estimate_is_bounded_by_the_task_size() -> None:
     same_month = [merge_estimate(n, largest_month=100_000, dropped_largest_stage=100_000) for n in (1_000_000, 20_000_000)]
     stores = [e["peak_memory_bytes_per_phase"]["store"] for e in same_month]
     assert stores[1] - stores[0] == pytest.approx(19_000_000 * 80, rel=1e-6)  # the ranks and ids only
+
+
+def test_article_tallies_add_up_and_count_what_the_rows_hold(micro_corpus: Path) -> None:
+    """The funnel's tally of kept articles: the tallies of any split of the rows combine into the
+    tally of all of them, and its figures are the rows' own counts."""
+    import polars as pl
+
+    from forecast_env.corpus_build.report import combine_tallies, tally_articles, visibility_moves
+
+    rows = pa.concat_tables([pq.read_table(p, columns=list(merge.REPORT_COLUMNS))
+                             for p in sorted((micro_corpus / "corpus/articles").glob("*.parquet"))])
+    whole = build_report([], schema.DROPPED.empty_table(), rows, [])
+    cuts = [0, 7, 100, rows.num_rows // 2, rows.num_rows]
+    parts = [tally_articles(rows.slice(a, b - a)) for a, b in itertools.pairwise(cuts)]
+    assert build_report([], schema.DROPPED.empty_table(), combine_tallies(parts), []) == whole
+    df = pl.from_arrow(rows)
+    assert whole["kept"] == rows.num_rows
+    assert whole["leak_flags"] == int(df["leak_flag"].sum()) and whole["market_quotes"] == int(df["market_quote"].sum())
+    months = df.group_by(pl.col("day").dt.strftime("%Y-%m").alias("m")).len()
+    assert whole["months"] == {m: n for m, n in sorted(zip(months["m"].to_list(), months["len"].to_list()))}
+    assert whole["timestamps"]["source_counts"]["pub"] == df.filter(pl.col("t_source") == "pub").height
+    moved = sum(1 for moves in df["visible_moves"].to_list() if sum(m["days"] for m in moves or []) != 0)
+    assert moved and visibility_moves(rows)["articles_moved"] == moved
+    per_rule: dict[str, int] = {}
+    for moves in df["visible_moves"].to_list():
+        for m in moves or []:
+            per_rule[m["rule"]] = per_rule.get(m["rule"], 0) + 1
+    assert {r: v["articles"] for r, v in whole["visibility"]["rules"].items()} == per_rule
