@@ -23,7 +23,7 @@ import re
 
 import lxml.etree
 
-__all__ = ["BODY_MODES", "DEFAULT_BODY_MODE", "article_body", "block_text", "own_body", "strip_headline", "table_share", "text_of",
+__all__ = ["BODY_MODES", "DEFAULT_BODY_MODE", "article_body", "block_text", "own_body", "table_share", "text_of",
            "trafilatura_body"]
 
 #: Subtrees that are never body text.
@@ -429,16 +429,6 @@ def table_share(text: str) -> float:
         return 0.0
     rows = sum(len(line) for line in text.split("\n") if line.lstrip().startswith("|"))
     return rows / len(text)
-
-
-def strip_headline(body: str, headlines: list[str]) -> str:
-    """The body without a first paragraph that repeats the headline (trafilatura keeps the <h1>; the
-    title is its own field). Compared case- and whitespace-insensitively."""
-    head, sep, rest = body.lstrip().partition("\n")
-    key = " ".join(head.split()).casefold()
-    if key and any(key == " ".join(h.split()).casefold() for h in headlines if h):
-        return rest.lstrip("\n")
-    return body
 
 
 def article_body(tree, html: str, url: str, use_fallback: bool = True, body_mode: str = DEFAULT_BODY_MODE) -> str:

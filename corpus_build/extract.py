@@ -24,7 +24,6 @@ from forecast_env.corpus_build.body import (
     DEFAULT_BODY_MODE,
     article_body,
     block_text,
-    strip_headline,
     text_of,
 )
 
@@ -434,8 +433,6 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
 
     body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback,
                                              body_mode=body_mode))
-    h1 = tree.find(".//h1")
-    body = strip_headline(body, [title or "", block_text(h1) if h1 is not None else ""])
 
     if not any(ch.isalnum() for ch in body):
         body = ""

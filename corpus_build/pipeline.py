@@ -66,8 +66,8 @@ PART_VERSION = 9  # 2: scripts kept out of unclosed paragraphs, heading anchor i
 # 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
 # 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc;
 # 7: quality profiles (news | paper), FineWeb line rules on non-empty lines, Gopher distinct stop words;
-# 8: extract.body_mode, dropped rows carry text_head; 9: trafilatura body by default, a first paragraph
-# repeating the headline cut, layout tables read by our blocks
+# 8: extract.body_mode, dropped rows carry text_head; 9: trafilatura body by default, layout tables
+# read by our blocks
 
 _WORKER: dict[str, Any] = {}
 

@@ -43,9 +43,7 @@ def test_body_mode_build_uses_its_body_and_never_reuses_parts(tmp_path: Path) ->
     own_body = _stored(extract_page(html, URL, body_mode="own").body)
     traf_body = _stored(extract_page(html, URL, body_mode="trafilatura").body)
     assert own_body != traf_body and "Riverside" in traf_body and "Riverside" not in own_body
-    # the default path is trafilatura's, without the headline it repeats
-    assert _stored(extract_page(html, URL).body) == traf_body
-    assert not traf_body.startswith("Port strike talks")
+    assert _stored(extract_page(html, URL).body) == traf_body  # the default path is trafilatura's
 
     ws = tmp_path / "ws"
     traf = build_corpus([warc], ws, config=_cfg("trafilatura"), workers=1, progress=False)

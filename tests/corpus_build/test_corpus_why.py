@@ -92,8 +92,9 @@ def _manifest(ws: Path) -> dict:
 def test_keep_dropped_text_stores_and_shows_the_head(why_ws: Path, keep_text_ws: Path) -> None:
     old = explain_url(keep_text_ws, "https://news.example.com/old").records
     assert [(r.stage, r.reason) for r in old] == [("time", "before_corpus_start")]
-    expected = english_body(902).split()[:6]  # the planted body's opening words
-    assert old[0].text_head and old[0].text_head.split()[:6] == expected and len(old[0].text_head) <= 500
+    # the planted body's opening words, after the headline trafilatura's body starts with
+    expected = " ".join(english_body(902).split()[:6])
+    assert old[0].text_head and expected in " ".join(old[0].text_head.split()[:20]) and len(old[0].text_head) <= 500
     assert len(english_body(902)) > 500 and len(old[0].text_head) == 500
     short = explain_url(keep_text_ws, "https://news.example.com/short").records[0]
     assert short.text_head and "Too short to keep." in short.text_head
@@ -101,7 +102,7 @@ def test_keep_dropped_text_stores_and_shows_the_head(why_ws: Path, keep_text_ws:
     assert "text: " in shown and "Too short to keep." in shown.split("text: ", 1)[1]
     dup = explain_url(keep_text_ws, "https://news.example.com/second").records[0]  # dedup's rows too
     assert dup.status == "duplicate" and dup.text_head and len(dup.text_head) == 500
-    assert dup.text_head.split()[:6] == english_body(900).split()[:6]
+    assert " ".join(english_body(900).split()[:6]) in " ".join(dup.text_head.split()[:20])
     # without the flag: the column is there and null, nothing is shown
     assert explain_url(why_ws, "https://news.example.com/second").records[0].text_head is None
     plain = explain_url(why_ws, "https://news.example.com/old").records[0]

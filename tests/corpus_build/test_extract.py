@@ -38,7 +38,9 @@ def test_full_page_fields() -> None:
         + _article()
         + "</article></body></html>"
     )
-    ext = extract_page(html, "https://example.com/x?utm_source=a")
+    default = extract_page(html, "https://example.com/x?utm_source=a").body
+    assert all(f"Paragraph {i}." in default for i in range(6)) and "cookies" not in default
+    ext = extract_page(html, "https://example.com/x?utm_source=a", body_mode="own")  # our paragraph layout
     assert ext.title == "Council approves budget"
     assert ext.summary == "The council met."
     assert ext.canonical_url == "https://example.com/news/2026/03/14/council"
@@ -228,7 +230,12 @@ def test_against_sample_world_truth(request) -> None:
                 checked += 1
                 if exp.get("layout"):
                     layouts[exp["layout"]] = layouts.get(exp["layout"], 0) + 1
-                if "body" in exp and ext.body != normalize_text(exp["body"]):
+                # the default body is trafilatura's, which starts with the headline when the <h1> sits in
+                # the story's container; both forms are exact
+                forms = {normalize_text(exp["body"])} if "body" in exp else set()
+                if "body" in exp and exp.get("title"):
+                    forms.add(normalize_text(exp["title"] + "\n\n" + exp["body"]))
+                if "body" in exp and ext.body not in forms:
                     mismatches.append(f"{url} body ({exp['layout']} layout): expected {exp['body'][:80]!r}..., "
                                       f"got {(ext.body or '')[:80]!r}...")
                 for key, value in got.items():
