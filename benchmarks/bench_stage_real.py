@@ -4,7 +4,9 @@ The pages of public evaluation sets (the folders `bench_extract_quality.py` read
 WARC file (response records, HTTP 200, crawl time 2025-04-01, the page's URL), then `process_warc`
 runs over it under each variant, in the same process and run:
 
-- ``news`` / ``paper``: the quality profile (`quality.profile`); each also records the other
+- ``default``: the shipped config (trafilatura's body, the paper profile, the news profile's verdicts
+  for the funnel);
+- ``news`` / ``paper``: our own body (``body_mode=own``) with that quality profile (`quality.profile`); each also records the other
   profile's verdicts for the funnel, as a build does;
 - ``news-plain-filters``: the news profile with the filters as a plain port (each filter tokenizes
   on its own, Python n-gram loops: the quality stage before its speed-up; bench_quality_filters.py);
@@ -31,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = ("news", "news-plain-filters", "paper", "news-one-profile", "trafilatura", "longer")
+VARIANTS = ("default", "news", "news-plain-filters", "paper", "news-one-profile", "trafilatura", "longer")
 
 
 def write_pages_warc(path: Path, pages) -> int:
@@ -62,12 +64,14 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
     from forecast_env.config import load_config
     from forecast_env.corpus_build import pipeline
 
-    profile = "paper" if variant == "paper" else "news"
+    profile = "paper" if variant in ("paper", "default") else "news"
     body_mode = variant if variant in ("trafilatura", "longer") else "own"
     # the body path through the build's own config key (a patched extract_page would be overridden by
     # the body_mode the stage passes)
-    cfg = load_config("corpus", overrides=[f"quality.profile={profile}", "corpus_start=2000-01-01",
-                                           f"extract.body_mode={body_mode}"])
+    overrides = ["corpus_start=2000-01-01"]
+    if variant != "default":
+        overrides += [f"quality.profile={profile}", f"extract.body_mode={body_mode}"]
+    cfg = load_config("corpus", overrides=overrides)
     from bench_quality_filters import plain_path
 
     try:
@@ -91,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=PATH")
     ap.add_argument("--limit", type=int, default=0, help="at most N pages per set")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--repeat", type=int, default=2, help="run the variants in turn this many times")
     args = ap.parse_args(argv)
     if not args.set:
         print("bench_stage_real: no --set given; see the module docstring. Skipped.")
@@ -107,9 +112,16 @@ def main(argv: list[str] | None = None) -> None:
         n = write_pages_warc(warc, pages)
         print(f"{n} real pages in one WARC file ({warc.stat().st_size / 1e6:.1f} MB)")
         run_variant(warc, "news")  # warm-up: imports, the language model
-        print("| variant | records | kept | CPU s | records/s/core |\n|---|---:|---:|---:|---:|")
-        for variant in args.variants.split(","):
-            recs, kept, dt = run_variant(warc, variant)
+        variants = args.variants.split(",")
+        best: dict[str, tuple[int, int, float]] = {}
+        for _ in range(args.repeat):  # the variants in turn, each run `repeat` times: the fastest counts
+            for variant in variants:
+                recs, kept, dt = run_variant(warc, variant)
+                if variant not in best or dt < best[variant][2]:
+                    best[variant] = (recs, kept, dt)
+        print(f"| variant | records | kept | CPU s (best of {args.repeat}) | records/s/core |\n|---|---:|---:|---:|---:|")
+        for variant in variants:
+            recs, kept, dt = best[variant]
             print(f"| {variant} | {recs} | {kept} | {dt:.2f} | {recs / dt:.1f} |", flush=True)
 
 

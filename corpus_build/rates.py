@@ -1,7 +1,7 @@
 """Measured rates of the corpus merge (`corpus_build/merge.py`), for the build planner's estimates.
 
 Every figure comes from `benchmarks/bench_merge.py` (benchmarks/RESULTS.md, section "Corpus merge out
-of core (issue 21)"): synthetic parts of 250k and 1M articles with bodies of about 3,600
+of core (issue 21)"): synthetic parts of 250k, 1M and 5M articles with bodies of about 3,600
 characters and 13% planted duplicates, merged on the project's 2-core machine, and the dedup passes
 alone on keys of 250k, 1M and 5M articles. CPU figures are
 CPU seconds (one core), measured while other work shared the machine, so wall time there was
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-#: CPU seconds per million articles, per merge phase (the 1M run). keys: MinHash signatures, URL and
+#: CPU seconds per million articles, per merge phase (the 1M run; the 5M run: 361.7 / 26.4 / 78.5
+#: with the store written by row group, on a machine the tests shared). keys: MinHash signatures, URL and
 #: title keys of every part (parallel over parts, cached: an incremental build pays it for new parts
 #: only); pairs: the visibility order and the three stages' joins; store: the month shards and
 #: dropped tables (zstd). The in-memory merge it replaced spent about the same CPU, on one core.
@@ -21,14 +22,16 @@ MERGE_SECONDS_PER_MILLION: dict[str, float] = {"keys": 334.5, "pairs": 14.4, "st
 #: Bytes of the merging process's peak memory, per unit. order: per article of the corpus, while the
 #: visibility order is computed (the largest dedup step: 1,258 MB at 5M articles); state: per article,
 #: kept through the later phases (ranks, ids); pair_task_row: per article of one pair task (at most
-#: ROWS_PER_TASK); month_row: per article of the month shard being assembled (its rows about 4x:
-#: read, sorted copy, compressed bytes, report columns); dropped_row: per row of the dropped-stage table being
-#: written; keys_disk / store_disk: the keys sidecars / the store (shards and dropped tables, two
-#: dropped rows per article) on disk; in_memory: the in-memory merge's peak (3,214 MB at 250k; 1M
-#: passed 8 GB), for comparison only.
+#: ROWS_PER_TASK); store_state: per article, what the store phase holds besides the row group it
+#: writes (the dedup state, the kept rows' plan per month and part: 1,601 MB peak at 5M articles with
+#: one 16,384-row group of about 230 MB); month_row: per row of the row group being written (its rows
+#: about 4x: read, sorted copy, compressed bytes); dropped_row: per row of a dropped table's row group;
+#: keys_disk / store_disk: the keys sidecars / the store (shards and dropped tables, two dropped rows
+#: per article) on disk; in_memory: the in-memory merge's peak (3,214 MB at 250k; 1M passed 8 GB),
+#: for comparison only.
 MERGE_BYTES_PER_ARTICLE: dict[str, float] = {
-    "order": 200.0, "state": 80.0, "pair_task_row": 600.0, "month_row": 14_000.0, "dropped_row": 450.0,
-    "keys_disk": 526.0, "store_disk": 1363.0, "in_memory": 12_290.0,
+    "order": 200.0, "state": 80.0, "pair_task_row": 600.0, "store_state": 260.0, "month_row": 14_000.0,
+    "dropped_row": 450.0, "keys_disk": 526.0, "store_disk": 1363.0, "in_memory": 12_290.0,
 }
 
 #: The merging process before it reads a part (interpreter, polars, pyarrow).
@@ -41,11 +44,12 @@ def merge_estimate(articles: int, largest_month: int | None = None, workers: int
 
     `largest_month` defaults to a fifteenth of the articles (the paper's 15 months) and
     `dropped_largest_stage` (the rows of the biggest dropped-stage table) to one per article, both
-    marked as estimates. Pair tasks hold at most `rows_per_task` articles each.
+    marked as estimates; the store writes them one row group (`merge.ROW_GROUP_ROWS` rows) at a time,
+    so only a group's worth counts. Pair tasks hold at most `rows_per_task` articles each.
     """
-    if rows_per_task is None:
-        from forecast_env.corpus_build.merge import ROWS_PER_TASK
+    from forecast_env.corpus_build.merge import ROW_GROUP_ROWS, ROWS_PER_TASK
 
+    if rows_per_task is None:
         rows_per_task = ROWS_PER_TASK
     n = max(0, int(articles))
     month = int(largest_month if largest_month is not None else -(-n // 15))
@@ -59,7 +63,8 @@ def merge_estimate(articles: int, largest_month: int | None = None, workers: int
     peaks = {
         "order": MERGE_BASE_BYTES + b["order"] * n,
         "pairs": state + b["pair_task_row"] * per_task,
-        "store": state + max(b["month_row"] * month, b["dropped_row"] * dropped),
+        "store": MERGE_BASE_BYTES + b["store_state"] * n + max(b["month_row"] * min(month, ROW_GROUP_ROWS),
+                                                               b["dropped_row"] * min(dropped, ROW_GROUP_ROWS)),
     }
     return {
         "cpu_hours": round(sum(cpu_s.values()) / 3600, 3),

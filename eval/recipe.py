@@ -557,8 +557,10 @@ EST_RECORDS_PER_GB = 35_000
 #: Kept articles per file: the paper's 20M over its 7,163 files (English, quality, dedup).
 KEPT_PER_FILE = PAPER_KEPT_ARTICLES / PAPER_FILES
 #: Per-WARC stages (read, extract, lang, quality, timestamps, leakage), records/s per core in CPU
-#: time after the extraction rework (benchmarks/RESULTS.md "Corpus build": 255).
-EXTRACT_RECORDS_PER_CORE_S = 255.0
+#: time on 743 real pages of six public evaluation sets in one WARC, per body path (`extract.body_mode`)
+#: with the paper profile (benchmarks/RESULTS.md "Per-WARC stage on real pages", idle 2026-12-01,
+#: best of 2). The synthetic `small` world's pages are far smaller (255/s/core there).
+EXTRACT_RECORDS_PER_CORE_S: dict[str, float] = {"trafilatura": 29.3, "own": 68.4, "longer": 25.1}
 #: Peak memory of one corpus worker (RESULTS.md "Corpus build": largest worker 554 MB).
 WORKER_PEAK_BYTES = 554e6
 #: Embedding, int8-static ONNX (the default backend): 92.2 articles/s on 2 pinned cores
@@ -771,6 +773,10 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
     kept = files * KEPT_PER_FILE
     workers = int(recipe.values["news"]["workers"] or recipe.corpus.get("execution", {}).get("workers") or 1)
     merge, merge_measured = _merge_plan(kept, workers)
+    from forecast_env.corpus_build.pipeline import body_mode_of
+
+    body_mode = body_mode_of(recipe.corpus)
+    extract_rate = EXTRACT_RECORDS_PER_CORE_S[body_mode]
     rps = float(recipe.events["polymarket"]["requests_per_second"]) or 5.0
     pm = recipe.values["polymarket"]
     since, before = _iso(pm["closed_since"]), _iso(pm["closed_before"])
@@ -780,10 +786,10 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
     return [
         {"stage": "fetch", "core_hours": 0.0, "wall_hours": requests / rps / 3600, "memory": 0.3e9,
          "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)"},
-        {"stage": "corpus", "core_hours": records / EXTRACT_RECORDS_PER_CORE_S / 3600, "memory": workers * WORKER_PEAK_BYTES,
+        {"stage": "corpus", "core_hours": records / extract_rate / 3600, "memory": workers * WORKER_PEAK_BYTES,
          "disk": merge["store_bytes"],
          "basis": f"{workers} worker(s); {records:,.0f} records ({est}: {EST_RECORDS_PER_GB:,}/GB) at "
-                  f"{EXTRACT_RECORDS_PER_CORE_S:g}/s/core; "
+                  f"{extract_rate:g}/s/core ({body_mode} body, real pages); "
                   f"{kept:,.0f} kept ({KEPT_PER_FILE:,.0f}/file, the paper's rate)"},
         {"stage": "merge", "core_hours": merge["cpu_hours"], "memory": merge["peak_memory_bytes"],
          "disk": merge.get("keys_bytes", 0.0),
