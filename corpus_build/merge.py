@@ -54,7 +54,13 @@ from forecast_env.corpus_build.dedup import (
     url_pairs,
     url_partners,
 )
-from forecast_env.corpus_build.report import ArticleTally, combine_tallies, dropped_counts, tally_articles
+from forecast_env.corpus_build.report import (
+    DROPPED_COUNTS,
+    ArticleTally,
+    combine_tallies,
+    dropped_counts,
+    tally_articles,
+)
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (
@@ -561,17 +567,20 @@ def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
     return pieces
 
 
-def write_dropped(task: DroppedTask) -> tuple[str, bool]:
-    """Write one dropped-stage table if its bytes changed: (stage, written). When each part's rows
-    come from its own WARC file (always, for parts), the table is written file by file, one part's
-    rows and one row group in memory at a time; otherwise it is sorted whole (`dropped_table`)."""
+def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table]:
+    """Write one dropped-stage table if its bytes changed: (stage, written, its rows counted per reason,
+    `report.dropped_counts`, for the funnel). When each part's rows come from its own WARC file (always,
+    for parts), the table is written file by file, one part's rows and one row group in memory at a
+    time; otherwise it is sorted whole (`dropped_table`)."""
     out = Path(task.out)
     pieces = _stream_files(task)
     if pieces is None:
-        return task.stage, write_if_changed(out, dropped_table(task))
+        table = dropped_table(task)
+        return task.stage, write_if_changed(out, table), dropped_counts(table)
     extra: dict[Any, pl.DataFrame] = {}
     if task.extra is not None and task.extra.num_rows:
         extra = pl.DataFrame(pl.from_arrow(task.extra)).partition_by("warc_file", as_dict=True)
+    counts = []
     with RowGroupWriter(out, schema.DROPPED) as writer:
         for name, path in pieces:
             tables = []
@@ -579,17 +588,19 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool]:
                 tables.append(pq.read_table(path, filters=[("stage", "==", task.stage)]).cast(schema.DROPPED))
             if (name,) in extra:
                 tables.append(extra.pop((name,)).to_arrow().cast(schema.DROPPED))
-            ddf = pl.from_arrow(pa.concat_tables(tables))
-            writer.add(conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED))
-        return task.stage, writer.close()
+            piece = pa.concat_tables(tables)
+            counts.append(dropped_counts(piece))
+            writer.add(conform(pl.from_arrow(piece).sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED))
+        return task.stage, writer.close(), dropped_counts(pa.concat_tables(counts)) if counts else DROPPED_COUNTS.empty_table()
 
 
-def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, ArticleTally | None, tuple | None]:
+def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, ArticleTally | pa.Table, tuple | None]:
+    """(kind, name, written, what the funnel counts of it, the shard's (size, mtime_ns) for a month)."""
     if isinstance(task, MonthTask):
-        month, written, report, stat = write_month(task)
-        return "articles", month, written, report, stat
-    stage, written = write_dropped(task)
-    return "dropped", stage, written, None, None
+        month, written, tally, stat = write_month(task)
+        return "articles", month, written, tally, stat
+    stage, written, counts = write_dropped(task)
+    return "dropped", stage, written, counts, None
 
 
 def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame, keep_text: bool = False) -> pa.Table:
@@ -756,14 +767,17 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     del order
     written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
     reports: dict[str, ArticleTally] = {}
+    stage_counts: list[pa.Table] = []
     shards: dict[str, dict] = {}
     for kind, name, did_write, report, stat in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
                                               "store", progress):
         if did_write:
             written[kind].append(name)
-        if report is not None:
+        if isinstance(report, ArticleTally):
             reports[name] = report
             shards[name] = {"plan": plans[name], "size": stat[0], "mtime_ns": stat[1]}
+        else:
+            stage_counts.append(report)
     written["articles"].sort()
     written["dropped"] = [s for s in schema.CORPUS_STAGES if s in written["dropped"]]
     for old in sorted(ws.articles_dir.glob("????-??.parquet")):
@@ -772,9 +786,8 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
             written["removed"].append(old.name)
     atomic_write_json(plans_path, dict(sorted(shards.items())))
 
-    # counted per part: the report needs (stage, reason) counts, not the corpus's dropped rows
-    counts = [dropped_counts(pq.read_table(p.dropped, columns=["stage", "reason"])) for p in parts]
-    dropped = dropped_counts(pa.concat_tables([*counts, dropped_counts(dedup_rows)]))
+    # counted while the dropped tables were written: the report needs (stage, reason) counts only
+    dropped = dropped_counts(pa.concat_tables(stage_counts))
     articles = combine_tallies([reports[m] for m in sorted(reports)])
     t_end = time.perf_counter()
     phase("store")

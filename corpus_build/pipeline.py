@@ -424,34 +424,32 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
     paths = part_paths(Path(parts_dir), _name_path(src), key)
     failed = failed_path(paths)
     restarts = 0
-    report = _progress_writer(Path(parts_dir), paths["done"].name)
-    while True:
-        run = FileRun(src, config, limiter=limiter, keep_dir=keep_dir, sleep=sleep, on_chunk=report)
-        try:
-            with atomic_path(paths["articles"]) as ta, atomic_path(paths["dropped"]) as td:
-                wa = pq.ParquetWriter(ta, schema.ARTICLES, compression="zstd")
-                wd = pq.ParquetWriter(td, schema.DROPPED, compression="zstd")
-                try:
-                    for arts, drops in run.chunks():
-                        wa.write_table(arts.cast(schema.ARTICLES))
-                        wd.write_table(drops.cast(schema.DROPPED))
-                finally:
-                    wa.close()
-                    wd.close()
-            break
-        except FileChanged as exc:
-            restarts += 1
-            if restarts <= MAX_FILE_RESTARTS:
-                continue
-            _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
-            return _record_failure(failed, src, exc.kind, str(exc), restarts)
-        except TransferError as exc:
-            _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
-            return _record_failure(failed, src, exc.kind, str(exc), restarts)
-        except BaseException:
-            _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
-            raise
-    _progress_file(Path(parts_dir), paths["done"].name).unlink(missing_ok=True)
+    progress = _progress_file(Path(parts_dir), paths["done"].name)
+    try:
+        while True:
+            run = FileRun(src, config, limiter=limiter, keep_dir=keep_dir, sleep=sleep,
+                          on_chunk=_progress_writer(progress))
+            try:
+                with atomic_path(paths["articles"]) as ta, atomic_path(paths["dropped"]) as td:
+                    wa = pq.ParquetWriter(ta, schema.ARTICLES, compression="zstd")
+                    wd = pq.ParquetWriter(td, schema.DROPPED, compression="zstd")
+                    try:
+                        for arts, drops in run.chunks():
+                            wa.write_table(arts.cast(schema.ARTICLES))
+                            wd.write_table(drops.cast(schema.DROPPED))
+                    finally:
+                        wa.close()
+                        wd.close()
+                break
+            except FileChanged as exc:
+                restarts += 1
+                if restarts <= MAX_FILE_RESTARTS:
+                    continue
+                return _record_failure(failed, src, exc.kind, str(exc), restarts)
+            except TransferError as exc:
+                return _record_failure(failed, src, exc.kind, str(exc), restarts)
+    finally:  # done, failed or killed: this file is no longer in flight
+        progress.unlink(missing_ok=True)
     counters = dict(run.counters)
     if run.identity is not None:  # streamed: size and sha256 computed while reading
         ident = run.identity
@@ -470,15 +468,17 @@ def _progress_file(parts_dir: Path, done_name: str) -> Path:
     return parts_dir / ".progress" / done_name
 
 
-def _progress_writer(parts_dir: Path, done_name: str) -> Callable[[int, int], None]:
+def _progress_writer(path: Path) -> Callable[[int, int], None]:
     """A FileRun `on_chunk` callback that records how far this worker is into its file (records read,
-    bytes consumed) in `parts/.progress/`, where the build's progress bar reads it (any executor:
-    the parts folder is shared)."""
-    path = _progress_file(parts_dir, done_name)
+    bytes consumed) at `path` in `parts/.progress/`, where the build's progress bar reads it (any
+    executor: the parts folder is shared). A rename, not a durable write: no fsync on this path."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
     def report(records: int, nbytes: int) -> None:
         with contextlib.suppress(OSError):
-            atomic_write_json(path, {"records": records, "bytes": nbytes})
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"records": records, "bytes": nbytes}))
+            os.replace(tmp, path)
 
     return report
 

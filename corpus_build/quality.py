@@ -250,61 +250,54 @@ def _all_dup_ngram_chars(words: Sequence[str], lengths: Sequence[int], n: int) -
 
 class _NgramIndex:
     """Exact n-gram statistics of one token list in numpy: each n-gram gets a dense id, built from
-    the (n-1)-gram ids and the next word's id (no hashing, so no collisions)."""
+    the (n-1)-gram ids and the next word's id (no hashing, so no collisions), and each id the
+    position of its first occurrence."""
 
     def __init__(self, words: Sequence[str]) -> None:
         ids: dict[str, int] = {}
         self.words = np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int64, count=len(words))
         self.vocab = max(len(ids), 1)
         self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        self._grams: dict[int, np.ndarray] = {1: self.words}
+        self._grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def grams(self, n: int) -> np.ndarray:
-        """Dense ids of the n-grams starting at 0 .. len - n (equal ids: equal n-grams)."""
+    def grams(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids of the n-grams starting at 0 .. len - n, equal ids for equal n-grams; first position of
+        each id)."""
         if n not in self._grams:
-            prev = self.grams(n - 1)
             m = len(self.words) - n + 1
             if m <= 0:
-                self._grams[n] = np.empty(0, dtype=np.int64)
+                self._grams[n] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
             else:
-                key = prev[:m] * self.vocab + self.words[n - 1:n - 1 + m]
-                self._grams[n] = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+                key = self.words if n == 1 else self.grams(n - 1)[0][:m] * self.vocab + self.words[n - 1:n - 1 + m]
+                _, first, ids = np.unique(key, return_index=True, return_inverse=True)
+                self._grams[n] = (ids.astype(np.int64).reshape(-1), first.astype(np.int64))
         return self._grams[n]
 
     def top_chars(self, n: int) -> int:
         """`_top_ngram_chars`: the most frequent n-gram, ties to the one seen first (Counter's order)."""
-        g = self.grams(n)
+        g, first = self.grams(n)
         if g.size == 0:
             return 0
         counts = np.bincount(g)
         best = counts.max()
-        first = np.full(counts.size, g.size, dtype=np.int64)
-        np.minimum.at(first, g, np.arange(g.size))
         pos = int(first[counts == best].min())
         return (int(self.lengths[pos:pos + n].sum()) + n - 1) * int(best)
 
     def dup_chars(self, n: int) -> int:
-        """`_all_dup_ngram_chars`: the same left-to-right walk, visiting only the positions where an
-        n-gram occurs again (most bodies have none), so the loop runs over repeats, not words."""
-        g = self.grams(n)
-        if g.size == 0:
-            return 0
-        first = np.full(int(g.max()) + 1, g.size, dtype=np.int64)
-        np.minimum.at(first, g, np.arange(g.size))
+        """`_all_dup_ngram_chars`: the same left-to-right walk (a visited n-gram seen before counts and
+        skips its n words; else it is seen), run only over the positions whose n-gram occurred earlier:
+        every other position is a first sighting, so it only joins `seen`. Most bodies have none."""
+        g, first = self.grams(n)
         later = np.nonzero(first[g] < np.arange(g.size))[0]
         if later.size == 0:
             return 0
         cum = np.concatenate([[0], np.cumsum(self.lengths)])
-        # the walk: a gram is "seen" once a visited position held it; a repeat skips the next n-1
         seen: set[int] = set()
-        repeated = 0
-        idx = 0
+        repeated = idx = 0
         gl = g.tolist()
         for c in later.tolist():
-            if c < idx:
+            if c < idx:  # inside a skipped repeat: never visited
                 continue
-            # positions idx .. c-1 are visited and are not repeats of a seen gram... unless they are:
-            # `later` holds every position whose gram occurred before, so the others are first sightings
             seen.update(gl[idx:c])
             if gl[c] in seen:
                 repeated += int(cum[c + n] - cum[c])

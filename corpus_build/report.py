@@ -36,12 +36,9 @@ def dropped_counts(dropped: pa.Table) -> pa.Table:
     reads; summing per part keeps the merge's memory independent of the number of dropped rows)."""
     if dropped.num_rows == 0:
         return DROPPED_COUNTS.empty_table()
-    df = pl.DataFrame(pl.from_arrow(dropped.select(["stage", "reason"])))
-    if "n" in dropped.column_names:
-        df = df.with_columns(pl.Series("n", dropped["n"].to_numpy(zero_copy_only=False)))
-        agg = df.group_by(["stage", "reason"]).agg(pl.col("n").sum())
-    else:
-        agg = df.group_by(["stage", "reason"]).len("n")
+    weighted = "n" in dropped.column_names  # counts already: add them up
+    df = pl.DataFrame(pl.from_arrow(dropped.select(["stage", "reason", *(["n"] if weighted else [])])))
+    agg = df.group_by(["stage", "reason"]).agg(pl.col("n").sum() if weighted else pl.len().alias("n"))
     return agg.sort(["stage", "reason"]).to_arrow().cast(DROPPED_COUNTS)
 
 
@@ -82,32 +79,24 @@ _MOVE_SCHEMA = {"rule": pl.Utf8, "articles": pl.Int64, "days_total": pl.Int64, "
 
 
 def tally_articles(articles: pa.Table) -> ArticleTally:
-    """The funnel's counts of kept articles (any columns of `merge.REPORT_COLUMNS` they have)."""
+    """The funnel's counts of kept articles (a table with the columns `merge.REPORT_COLUMNS`)."""
     if articles.num_rows == 0:
         return ArticleTally(pl.DataFrame(schema=_KEY_SCHEMA), pl.DataFrame(schema=_MOVE_SCHEMA))
     adf = pl.DataFrame(pl.from_arrow(articles))
-    cols = []
-    for name in ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_source"):
-        cols.append(pl.col(name).cast(pl.Utf8) if name in adf.columns else pl.lit(None, pl.Utf8).alias(name))
-    cols.append(pl.col("leak_flag").fill_null(False) if "leak_flag" in adf.columns else pl.lit(False).alias("leak_flag"))
-    cols.append(pl.col("leak_reason").str.split(":").list.first().alias("leak_kind")
-                if "leak_reason" in adf.columns else pl.lit(None, pl.Utf8).alias("leak_kind"))
-    cols.append(pl.col("market_quote").fill_null(False) if "market_quote" in adf.columns
-                else pl.lit(False).alias("market_quote"))
-    cols.append(pl.col("day").dt.strftime("%Y-%m").alias("month") if "day" in adf.columns
-                else pl.lit(None, pl.Utf8).alias("month"))
-    has_moves = "visible_moves" in adf.columns
-    cols.append(pl.col("visible_moves").list.eval(pl.element().struct.field("days")).list.sum().fill_null(0)
-                .cast(pl.Int64).alias("net") if has_moves else pl.lit(0, pl.Int64).alias("net"))
-    keys = adf.select(cols).group_by(list(_TALLY_KEYS)).len("n").with_columns(pl.col("n").cast(pl.Int64))
+    keys = adf.select(
+        *(pl.col(c).cast(pl.Utf8) for c in ("t_source", "t_rule", "t_pub_rule", "t_mod_rule", "visible_source")),
+        pl.col("leak_flag").fill_null(False),
+        pl.col("leak_reason").str.split(":").list.first().alias("leak_kind"),
+        pl.col("market_quote").fill_null(False),
+        pl.col("day").dt.strftime("%Y-%m").alias("month"),
+        pl.col("visible_moves").list.eval(pl.element().struct.field("days")).list.sum().fill_null(0).alias("net"),
+    ).group_by(list(_TALLY_KEYS)).len("n")
     moves = pl.DataFrame(schema=_MOVE_SCHEMA)
-    if has_moves:
-        flat = adf.select(pl.col("visible_moves").explode()).drop_nulls()
-        if flat.height:
-            moves = flat.unnest("visible_moves").group_by("rule").agg(
-                pl.len().cast(pl.Int64).alias("articles"), pl.col("days").sum().cast(pl.Int64).alias("days_total"),
-                pl.col("days").min().cast(pl.Int64).alias("days_min"),
-                pl.col("days").max().cast(pl.Int64).alias("days_max"))
+    flat = adf.select(pl.col("visible_moves").explode()).drop_nulls()
+    if flat.height:
+        moves = flat.unnest("visible_moves").group_by("rule").agg(
+            pl.len().alias("articles"), pl.col("days").sum().alias("days_total"),
+            pl.col("days").min().alias("days_min"), pl.col("days").max().alias("days_max"))
     return ArticleTally(keys.cast(_KEY_SCHEMA), moves.cast(_MOVE_SCHEMA))
 
 

@@ -558,8 +558,9 @@ EST_RECORDS_PER_GB = 35_000
 KEPT_PER_FILE = PAPER_KEPT_ARTICLES / PAPER_FILES
 #: Per-WARC stages (read, extract, lang, quality, timestamps, leakage), records/s per core in CPU
 #: time on 743 real pages of six public evaluation sets in one WARC, per body path (`extract.body_mode`)
-#: with the paper profile (benchmarks/RESULTS.md "Per-WARC stage on real pages", idle 2026-12-01,
-#: best of 2). The synthetic `small` world's pages are far smaller (255/s/core there).
+#: (benchmarks/RESULTS.md "Issue 25", "Second session", idle 2026-12-01; trafilatura and own: the paper
+#: profile, best of 2 runs; longer: the news profile, one run). The synthetic `small` world's pages are
+#: far smaller (255/s/core there).
 EXTRACT_RECORDS_PER_CORE_S: dict[str, float] = {"trafilatura": 29.3, "own": 68.4, "longer": 25.1}
 #: Peak memory of one corpus worker (RESULTS.md "Corpus build": largest worker 554 MB).
 WORKER_PEAK_BYTES = 554e6

@@ -387,12 +387,12 @@ def test_progress_counts_records_and_bytes_within_a_file(served_world, tmp_path,
     seen: list[tuple[str, tuple[int, int, int]]] = []
     real = pipeline._progress_writer
 
-    def spy(parts_dir, done_name):
-        report = real(parts_dir, done_name)
+    def spy(path):
+        report = real(path)
 
         def wrapped(records, nbytes):
             report(records, nbytes)
-            seen.append((done_name, pipeline.in_flight(parts_dir)))
+            seen.append((path.name, pipeline.in_flight(path.parent.parent)))
         return wrapped
 
     monkeypatch.setattr(pipeline, "_progress_writer", spy)
