@@ -54,6 +54,7 @@ from forecast_env.corpus_build.dedup import (
     url_pairs,
     url_partners,
 )
+from forecast_env.corpus_build.quality import PROFILE_NAMES, active_profile
 from forecast_env.corpus_build.report import (
     DROPPED_COUNTS,
     ArticleTally,
@@ -133,6 +134,76 @@ class PartFiles:
     keys: Path
 
 
+# ---------------------------------------------------------------------------------------------
+# quality profiles: a part holds every profile's verdicts; the merge keeps the active profile's rows
+# ---------------------------------------------------------------------------------------------
+
+
+def _profile_filter(path: str | Path, stage: str | None, profile: str | None) -> pc.Expression | None:
+    """The row filter of `stage` (None: every stage) and `profile` (None: every profile's rows) for a
+    part's dropped file; a dropped table without a `profile` column holds one profile's rows already."""
+    expr = None if stage is None else pc.field("stage") == stage
+    if profile is not None and "profile" in pq.read_schema(path).names:
+        mine = pc.field("profile").is_null() | (pc.field("profile") == profile)
+        expr = mine if expr is None else expr & mine
+    return expr
+
+
+def part_dropped(path: str | Path, stage: str | None, profile: str | None) -> pa.Table:
+    """A part's dropped rows of `stage` that hold for `profile`, in the store's schema (`schema.DROPPED`)."""
+    return conform(pq.read_table(path, filters=_profile_filter(path, stage, profile)), schema.DROPPED)
+
+
+def profile_dropped_ids(path: str | Path, profile: str) -> pa.Array:
+    """The doc ids `profile`'s quality filters drop in one part: rows of its articles table that another
+    profile kept, which this profile's corpus leaves out (no id when the part holds one profile's rows)."""
+    if "profile" not in pq.read_schema(path).names:
+        return pa.array([], pa.string())
+    expr = (pc.field("stage") == "quality") & (pc.field("profile") == profile)
+    return pq.read_table(path, columns=["doc_id"], filters=expr)["doc_id"].combine_chunks()
+
+
+def profile_view(articles: pa.Table, dropped: pa.Table, profile: str) -> tuple[pa.Table, pa.Table]:
+    """One quality profile's (articles, dropped rows as `schema.DROPPED`) from a part's tables: the
+    articles it keeps, and the drop rows that hold for it (`schema.PART_DROPPED` explains the marks)."""
+    if "profile" not in dropped.column_names:
+        return articles, dropped
+    marks = dropped["profile"]
+    mine = pc.or_(pc.is_null(marks), pc.equal(marks, profile))
+    out = pc.and_(pc.equal(dropped["stage"], "quality"), pc.fill_null(pc.equal(marks, profile), False))
+    gone = pc.unique(dropped.filter(out)["doc_id"])
+    articles = articles.filter(pc.invert(pc.is_in(articles["doc_id"], value_set=gone)))
+    return articles, conform(dropped.filter(pc.fill_null(mine, True)), schema.DROPPED)
+
+
+def profile_differences(rows: pa.Table, profile: str) -> dict[str, dict[str, dict[str, int]]]:
+    """What each other profile decides differently on one part's quality rows (doc_id, reason, profile),
+    for the funnel: per other profile, `would_keep` (this profile's drops it passes, by this profile's
+    reason) and `would_drop` (records this profile passes, by the other's reason)."""
+    if "profile" not in rows.column_names or not rows.num_rows:
+        return {}
+    df = pl.from_arrow(rows.select(["doc_id", "reason", "profile"]))
+    assert isinstance(df, pl.DataFrame)
+    mine = df.filter(pl.col("profile") == profile)
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for other in sorted(set(PROFILE_NAMES) - {profile}):
+        theirs = df.filter(pl.col("profile") == other)
+        keep = mine.join(theirs.select("doc_id"), on="doc_id", how="anti")["reason"].value_counts()
+        drop = theirs.join(mine.select("doc_id"), on="doc_id", how="anti")["reason"].value_counts()
+        out[other] = {"would_keep": {str(r): int(n) for r, n in keep.iter_rows()},
+                      "would_drop": {str(r): int(n) for r, n in drop.iter_rows()}}
+    return out
+
+
+def add_differences(total: dict[str, dict[str, dict[str, int]]], part: dict[str, dict[str, dict[str, int]]]) -> None:
+    """Sum one part's `profile_differences` into `total`."""
+    for name, sides in part.items():
+        entry = total.setdefault(name, {"would_keep": {}, "would_drop": {}})
+        for side, counts in sides.items():
+            for reason, n in counts.items():
+                entry[side][reason] = entry[side].get(reason, 0) + n
+
+
 def part_keys(articles: pa.Table, dedup_cfg: dict[str, Any]) -> pa.Table:
     """The dedup keys of one part's articles (same row order)."""
     bands, rows = int(dedup_cfg.get("bands", 8)), int(dedup_cfg.get("rows", 16))
@@ -181,8 +252,11 @@ class Order:
         return int(self.offsets[-1])
 
 
-def read_order(keys: Sequence[Path]) -> Order:
-    """Read the order columns of every sidecar and number the articles in visibility order."""
+def read_order(keys: Sequence[Path], exclude: Sequence[pa.Array] | None = None) -> Order:
+    """Read the order columns of every sidecar and number the articles in visibility order.
+
+    `exclude[i]`: doc ids of part i's rows the active quality profile drops (`profile_dropped_ids`):
+    they keep their row ids but get no rank, so no pair, month or dedup row sees them."""
     # file names first (one small column), so each part's order columns are slimmed as they are read
     names: set[str] = set()
     for path in keys:
@@ -190,18 +264,24 @@ def read_order(keys: Sequence[Path]) -> Order:
     # a file name as its rank among all names: the same order as the name, four bytes a row
     name_rank = {n: i for i, n in enumerate(sorted(names))}
     slim, sizes = [], []
-    for path in keys:
-        df = pl.from_arrow(pq.read_table(path, columns=list(ORDER_COLUMNS)))
+    for i, path in enumerate(keys):
+        table = pq.read_table(path, columns=list(ORDER_COLUMNS))
+        gone = exclude[i] if exclude is not None else None
+        out = (pl.Series(pc.is_in(table["doc_id"], value_set=gone).to_numpy(zero_copy_only=False))
+               if gone is not None and len(gone) else pl.lit(False))
+        df = pl.from_arrow(table)
         sizes.append(df.height)
         slim.append(df.select(
             "doc_id", pl.col("warc_file").replace_strict(name_rank, default=None, return_dtype=pl.UInt32).alias("fr"),
-            "warc_offset", pl.col("v").cast(pl.Int64), pl.col("t_crawl").cast(pl.Int64), "day"))
+            "warc_offset", pl.col("v").cast(pl.Int64), pl.col("t_crawl").cast(pl.Int64), "day",
+            out.alias("out")))
     offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
     empty = {"doc_id": pl.Utf8, "fr": pl.UInt32, "warc_offset": pl.Int64, "v": pl.Int64, "t_crawl": pl.Int64,
-             "day": pl.Date}
+             "day": pl.Date, "out": pl.Boolean}
     df = pl.concat(slim) if slim else pl.DataFrame(schema=empty)
     del slim
     df = df.with_row_index("gid").with_columns(pl.col("gid").cast(pl.Int64))
+    df = df.filter(~pl.col("out")).drop("out")  # another profile's articles: row ids kept, no rank
     # the same WARC record read twice (a file under two names) is one article: its first copy
     df = df.sort(["doc_id", "fr", "warc_offset"], maintain_order=True)
     first = df["doc_id"].is_first_distinct()
@@ -429,6 +509,7 @@ class DroppedTask:
     sources: tuple[str, ...]
     extra: pa.Table | None
     out: str
+    profile: str | None = None  # the active quality profile (a part holds every profile's rows)
 
 
 def month_table(task: MonthTask) -> pa.Table:
@@ -535,8 +616,7 @@ def write_month(task: MonthTask) -> tuple[str, bool, ArticleTally, tuple[int, in
 
 def dropped_table(task: DroppedTask) -> pa.Table:
     """A dropped-stage table, sorted by (file, offset, doc id, reason)."""
-    tables = [pq.read_table(path, filters=[("stage", "==", task.stage)]).cast(schema.DROPPED)
-              for path in task.sources]
+    tables = [part_dropped(path, task.stage, task.profile) for path in task.sources]
     if task.extra is not None:
         tables.append(task.extra)
     ddf = pl.from_arrow(pa.concat_tables(tables) if tables else schema.DROPPED.empty_table())
@@ -548,7 +628,8 @@ def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
     WARC file of its own (a part is one file) and every extra row names one of them; else None."""
     files: dict[str, str] = {}
     for path in task.sources:
-        col = pq.read_table(path, columns=["warc_file"], filters=[("stage", "==", task.stage)])["warc_file"]
+        col = pq.read_table(path, columns=["warc_file"],
+                            filters=_profile_filter(path, task.stage, task.profile))["warc_file"]
         if len(col) == 0:
             continue
         uniq = pc.unique(col)
@@ -567,16 +648,31 @@ def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
     return pieces
 
 
-def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table]:
+def _quality_differences(task: DroppedTask) -> dict[str, dict[str, dict[str, int]]]:
+    """For stage quality: what the other profiles decide differently, summed over the parts."""
+    total: dict[str, dict[str, dict[str, int]]] = {}
+    if task.stage != "quality" or task.profile is None:
+        return total
+    for path in task.sources:
+        if "profile" in pq.read_schema(path).names:
+            rows = pq.read_table(path, columns=["doc_id", "reason", "profile"],
+                                 filters=pc.field("stage") == "quality")
+            add_differences(total, profile_differences(rows, task.profile))
+    return total
+
+
+def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table, dict[str, dict[str, dict[str, int]]]]:
     """Write one dropped-stage table if its bytes changed: (stage, written, its rows counted per reason,
-    `report.dropped_counts`, for the funnel). When each part's rows come from its own WARC file (always,
-    for parts), the table is written file by file, one part's rows and one row group in memory at a
-    time; otherwise it is sorted whole (`dropped_table`)."""
+    `report.dropped_counts`, for the funnel, and for stage quality the other profiles' differences,
+    `profile_differences`). When each part's rows come from its own WARC file (always, for parts), the
+    table is written file by file, one part's rows and one row group in memory at a time; otherwise it
+    is sorted whole (`dropped_table`)."""
     out = Path(task.out)
+    differences = _quality_differences(task)
     pieces = _stream_files(task)
     if pieces is None:
         table = dropped_table(task)
-        return task.stage, write_if_changed(out, table), dropped_counts(table)
+        return task.stage, write_if_changed(out, table), dropped_counts(table), differences
     extra: dict[Any, pl.DataFrame] = {}
     if task.extra is not None and task.extra.num_rows:
         extra = pl.DataFrame(pl.from_arrow(task.extra)).partition_by("warc_file", as_dict=True)
@@ -585,22 +681,24 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table]:
         for name, path in pieces:
             tables = []
             if path is not None:
-                tables.append(pq.read_table(path, filters=[("stage", "==", task.stage)]).cast(schema.DROPPED))
+                tables.append(part_dropped(path, task.stage, task.profile))
             if (name,) in extra:
                 tables.append(extra.pop((name,)).to_arrow().cast(schema.DROPPED))
             piece = pa.concat_tables(tables)
             counts.append(dropped_counts(piece))
             writer.add(conform(pl.from_arrow(piece).sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED))
-        return task.stage, writer.close(), dropped_counts(pa.concat_tables(counts)) if counts else DROPPED_COUNTS.empty_table()
+        counted = dropped_counts(pa.concat_tables(counts)) if counts else DROPPED_COUNTS.empty_table()
+        return task.stage, writer.close(), counted, differences
 
 
-def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, ArticleTally | pa.Table, tuple | None]:
-    """(kind, name, written, what the funnel counts of it, the shard's (size, mtime_ns) for a month)."""
+def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, ArticleTally | pa.Table, Any]:
+    """(kind, name, written, what the funnel counts of it, then the shard's (size, mtime_ns) for a month
+    or the other profiles' differences for a dropped stage)."""
     if isinstance(task, MonthTask):
         month, written, tally, stat = write_month(task)
         return "articles", month, written, tally, stat
-    stage, written, counts = write_dropped(task)
-    return "dropped", stage, written, counts, None
+    stage, written, counts, differences = write_dropped(task)
+    return "dropped", stage, written, counts, differences
 
 
 def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame, keep_text: bool = False) -> pa.Table:
@@ -669,6 +767,9 @@ class MergeResult:
     dropped: pa.Table            # (stage, reason, n): dropped rows counted per stage and reason, dedup included
     articles: ArticleTally       # the funnel's counts of the kept articles (one tally per month, summed)
     timings: dict[str, float]
+    #: per other quality profile: what it would have kept of this profile's quality drops and dropped of
+    #: what this profile passed, per reason (`profile_differences`)
+    quality_profiles: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
 
 def _map(fn: Callable[[Any], Any], items: list, engine: str, workers: int, ray_address: str | None,
@@ -716,10 +817,12 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
 def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: Path, engine: str = "local",
                          workers: int = 1, ray_address: str | None = None, progress: bool = False,
                          rows_per_task: int = ROWS_PER_TASK,
-                         on_phase: Callable[[str], None] | None = None) -> tuple[Order, pl.DataFrame]:
+                         on_phase: Callable[[str], None] | None = None,
+                         exclude: Sequence[pa.Array] | None = None) -> tuple[Order, pl.DataFrame]:
     """The dedup passes over keys sidecars: (the visibility order, (rank, partner, reason) per suppressed
-    article). `work` holds the ranks file the pair tasks read; `on_phase("order")` after the order."""
-    order = read_order(keys)
+    article). `work` holds the ranks file the pair tasks read; `on_phase("order")` after the order;
+    `exclude`: per part, the doc ids the active quality profile drops (`read_order`)."""
+    order = read_order(keys, exclude)
     if on_phase:
         on_phase("order")
     work.mkdir(parents=True, exist_ok=True)
@@ -746,8 +849,10 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     phase("keys")
 
     work = ws.corpus_dir / "merge"
+    profile = active_profile(cfg.get("quality"))
+    exclude = [profile_dropped_ids(p.dropped, profile) for p in parts]
     order, hits = find_duplicate_pairs([p.keys for p in parts], dedup_cfg, work, engine, workers, ray_address,
-                                       progress, rows_per_task, phase)
+                                       progress, rows_per_task, phase, exclude)
     task_workers = workers if engine == "ray" else 1
     t_pairs = time.perf_counter()
     phase("pairs")
@@ -762,13 +867,15 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     plans = {t.month: t.plan for t in store_tasks if isinstance(t, MonthTask)}
     months = [t.month for t in store_tasks]
     store_tasks += [DroppedTask(stage=s, sources=tuple(str(p.dropped) for p in parts),
-                                extra=dedup_rows if s == "dedup" else None, out=str(ws.dropped_dir / f"{s}.parquet"))
+                                extra=dedup_rows if s == "dedup" else None, out=str(ws.dropped_dir / f"{s}.parquet"),
+                                profile=profile)
                     for s in schema.CORPUS_STAGES]
     del order
     written: dict[str, list[str]] = {"articles": [], "dropped": [], "removed": []}
     reports: dict[str, ArticleTally] = {}
     stage_counts: list[pa.Table] = []
     shards: dict[str, dict] = {}
+    differences: dict[str, dict[str, dict[str, int]]] = {}
     for kind, name, did_write, report, stat in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
                                               "store", progress):
         if did_write:
@@ -778,6 +885,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
             shards[name] = {"plan": plans[name], "size": stat[0], "mtime_ns": stat[1]}
         else:
             stage_counts.append(report)
+            add_differences(differences, stat)
     written["articles"].sort()
     written["dropped"] = [s for s in schema.CORPUS_STAGES if s in written["dropped"]]
     for old in sorted(ws.articles_dir.glob("????-??.parquet")):
@@ -793,7 +901,10 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     phase("store")
     timings = {"keys_s": round(t_keys - t0, 3), "pairs_s": round(t_pairs - t_keys, 3),
                "store_s": round(t_end - t_pairs, 3)}
-    return MergeResult(written=written, dropped=dropped, articles=articles, timings=timings)
+    quality_profiles = {name: {side: dict(sorted(v.items())) for side, v in sides.items()}
+                        for name, sides in sorted(differences.items())}
+    return MergeResult(written=written, dropped=dropped, articles=articles, timings=timings,
+                       quality_profiles=quality_profiles)
 
 
 def write_file_errors(ws: Workspace, file_errors: list[dict]) -> bool:
@@ -852,18 +963,28 @@ def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_e
 
 
 def merge_in_memory(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any],
-                    file_errors: list[dict] | None = None) -> tuple[dict, pa.Table, pa.Table]:
+                    file_errors: list[dict] | None = None) -> tuple[dict, pa.Table, pa.Table, dict]:
     """The reference merge: every part's articles, bodies included, in this process.
 
-    Returns (written, all dropped rows, kept articles), the inputs of the funnel report.
+    Returns (written, all dropped rows, kept articles, the other profiles' differences), the inputs of
+    the funnel report.
     """
-    articles = pa.concat_tables([pq.read_table(p.articles) for p in parts]).cast(schema.ARTICLES)
-    dropped = pa.concat_tables([pq.read_table(p.dropped) for p in parts]).cast(schema.DROPPED)
+    profile = active_profile(cfg.get("quality"))
+    raw = [pq.read_table(p.dropped) for p in parts]
+    differences: dict[str, dict[str, dict[str, int]]] = {}
+    for table in raw:
+        if "profile" in table.column_names:
+            add_differences(differences, profile_differences(table.filter(pc.equal(table["stage"], "quality")),
+                                                             profile))
+    views = [profile_view(pq.read_table(p.articles), d, profile) for p, d in zip(parts, raw)]
+    articles = pa.concat_tables([a for a, _ in views]).cast(schema.ARTICLES)
+    dropped = pa.concat_tables([d for _, d in views]).cast(schema.DROPPED)
+    del views
     articles_df, dedup_drops = apply_dedup(articles, cfg)
     del articles
     dropped = pa.concat_tables([dropped, dedup_drops])
     written = write_store(ws, articles_df, dropped, list(file_errors or []))
-    return written, dropped, articles_df.to_arrow()
+    return written, dropped, articles_df.to_arrow(), differences
 
 
 __all__ = [
@@ -876,7 +997,10 @@ __all__ = [
     "keys_path",
     "merge_in_memory",
     "merge_parts",
+    "part_dropped",
     "part_keys",
+    "profile_differences",
+    "profile_view",
     "read_order",
     "write_file_errors",
     "write_if_changed",

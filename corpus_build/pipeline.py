@@ -34,6 +34,7 @@ from forecast_env.corpus_build.merge import (
     apply_dedup,
     keys_path,
     merge_parts,
+    profile_view,
     write_file_errors,
     write_store,
 )
@@ -62,12 +63,12 @@ EXECUTION_KEYS = ("execution", "source")  # source: where files are served from 
 #: holds, so the corpus snapshot id leaves them out (the index has its own hash).
 INDEX_KEYS = ("embed", "index", "retrieval")
 #: Bump whenever the per-file stages change what they produce, so existing parts are redone.
-PART_VERSION = 9  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
+PART_VERSION = 10  # 2: scripts kept out of unclosed paragraphs, heading anchor ids; 3: site suffix cut from titles;
 # 4: visibility time (day = UTC day of v), market_quote flag; 5: "the odds on X" is not a quoted figure;
 # 6: body extraction (corpus_build/body.py: div paragraphs, loose text, layout-class wrappers, comments), fastwarc;
 # 7: quality profiles (news | paper), FineWeb line rules on non-empty lines, Gopher distinct stop words;
 # 8: extract.body_mode, dropped rows carry text_head; 9: trafilatura body by default, layout tables
-# read by our blocks
+# read by our blocks; 10: every profile's verdicts in the part (schema.PART_DROPPED)
 
 _WORKER: dict[str, Any] = {}
 
@@ -84,9 +85,10 @@ def make_doc_id(record_id: str | None, url: str | None, crawl_time: datetime | N
 
 
 def per_file_config_hash(cfg: dict[str, Any]) -> str:
-    """Hash of the config keys that the per-WARC stages read (quality: the resolved thresholds; extract:
-    the resolved body mode; `keep_dropped_text` only when set, as it changes the dropped rows)."""
-    blob = {**{k: cfg.get(k) for k in PER_FILE_KEYS}, "quality": _resolved_quality(cfg),
+    """Hash of the config keys that the per-WARC stages read (quality: every profile's resolved
+    thresholds, not which profile is active, as a part records every profile's verdicts; extract: the
+    resolved body mode; `keep_dropped_text` only when set, as it changes the dropped rows)."""
+    blob = {**{k: cfg.get(k) for k in PER_FILE_KEYS}, "quality": _all_profiles_quality(cfg),
             "extract": _resolved_extract(cfg)}
     blob.update({k: True for k in DIAGNOSTIC_KEYS if cfg.get(k)})
     return config_hash(blob)
@@ -113,6 +115,17 @@ def _resolved_quality(cfg: dict[str, Any]) -> dict[str, Any]:
     from forecast_env.corpus_build.quality import resolve_quality
 
     return resolve_quality(cfg.get("quality"))
+
+
+def _all_profiles_quality(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Every profile's resolved thresholds (explicit overrides apply to each), checked: the profiles
+    must clean lines alike, as a part holds one body per record for all of them."""
+    from forecast_env.corpus_build.quality import PROFILE_NAMES, check_shared_cleanup, resolve_quality
+
+    qcfg = cfg.get("quality")
+    resolved = {name: resolve_quality(qcfg, name)["filters"] for name in PROFILE_NAMES}
+    check_shared_cleanup(resolved)
+    return resolved
 
 
 def snapshot_config_hash(cfg: dict[str, Any]) -> str:
@@ -143,14 +156,12 @@ def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
     key = per_file_config_hash(cfg)
     if _WORKER.get("key") != key:
         from forecast_env.corpus_build.langid import LanguageIdentifier
-        from forecast_env.corpus_build.quality import PROFILE_NAMES, active_profile, build_filters
+        from forecast_env.corpus_build.quality import PROFILE_NAMES, build_filters
 
         lid = _WORKER.get("lid") or LanguageIdentifier()
         _WORKER.clear()
         qcfg = cfg.get("quality") or {}
-        profile = active_profile(qcfg)
-        others = {name: build_filters(qcfg, name) for name in PROFILE_NAMES if name != profile}
-        _WORKER.update(key=key, lid=lid, filters=build_filters(qcfg), profile=profile, other_filters=others)
+        _WORKER.update(key=key, lid=lid, filters={name: build_filters(qcfg, name) for name in PROFILE_NAMES})
     return _WORKER
 
 
@@ -165,7 +176,11 @@ PROGRESS_POLL_S = 1.0
 class FileRun:
     """Stages 1-7 over one WARC source, chunk by chunk: iterate `chunks()` for (articles, dropped)
     tables, then read `counters`, `file_errors` and, for a remote source, `identity` (size, ETag,
-    sha256 computed while streaming). A transfer failure raises `stream.TransferError`."""
+    sha256 computed while streaming). A transfer failure raises `stream.TransferError`.
+
+    The tables are a part's, with every quality profile's verdicts (`schema.PART_DROPPED`): the
+    articles any profile keeps, and drop rows marked with the profile(s) they hold for;
+    `merge.profile_view` gives one profile's rows."""
 
     def __init__(self, source: str | Path | Source, config: dict[str, Any] | None = None, *, limiter: Any = None,
                  keep_dir: str | Path | None = None, sleep: Callable[[float], None] | None = None,
@@ -214,28 +229,14 @@ class FileRun:
             "kept": self._kept,
             "dropped": self._dropped,
             "seconds": round(time.perf_counter() - t0, 3),
-            "quality_profiles": self._profile_counts,
         }
-
-    def _other_profiles(self, body: str, res: Any) -> None:
-        """Count what each other quality profile would decide on the same body (the funnel shows it)."""
-        from forecast_env.corpus_build.quality import apply_filters
-
-        for name, filters in self._tools["other_filters"].items():
-            alt = apply_filters(body, filters)
-            if alt.keep == res.keep:
-                continue
-            entry = self._profile_counts.setdefault(name, {"would_keep": {}, "would_drop": {}})
-            side, reason = ("would_keep", res.reason) if alt.keep else ("would_drop", alt.reason)
-            entry[side][reason or "unknown"] = entry[side].get(reason or "unknown", 0) + 1
 
     def _stages(self, reader: WarcReader) -> Iterator[tuple[pa.Table, pa.Table]]:
         from forecast_env.corpus_build.extract import extract_page, normalize_text
 
         cfg = self.cfg
         self._tools = _tools(cfg)
-        self._kept = self._dropped = 0
-        self._profile_counts: dict[str, dict[str, dict[str, int]]] = {}  # other profile -> would keep/drop
+        self._kept = self._dropped = 0  # rows of the part's tables (every profile's)
         self._start, self._end = _as_date(cfg.get("corpus_start")), _as_date(cfg.get("corpus_end"))
         self._min_score = float(cfg["language"]["min_english_score"])
         ts_cfg = cfg.get("timestamps") or {}
@@ -251,10 +252,13 @@ class FileRun:
         pages: list = []
 
         def drop(stage: str, reason: str, url: str | None, offset: int, doc_id: str | None = None,
-                 detail: str | None = None, text: str | None = None) -> None:
+                 detail: str | None = None, text: str | None = None, profiles: Sequence[str] | None = None) -> None:
+            """One drop row, or one per profile in `profiles` (None: the row holds for every profile)."""
             head = text[:DROPPED_TEXT_CHARS] if keep_text and text else None
-            dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
-                            "stage": stage, "reason": reason, "detail": detail, "dup_of": None, "text_head": head})
+            for profile in profiles or (None,):
+                dropped.append({"doc_id": doc_id, "url": url, "warc_file": name, "warc_offset": offset,
+                                "stage": stage, "reason": reason, "detail": detail, "dup_of": None, "text_head": head,
+                                "profile": profile})
 
         position = records = 0
         for item in reader:
@@ -288,7 +292,7 @@ class FileRun:
     def _finish(self, pages: list, dropped: list[dict], drop: Callable[..., None]) -> tuple[pa.Table, pa.Table]:
         """Stages 4-7 over one chunk of extracted pages: (kept articles, every drop of the chunk)."""
         from forecast_env.corpus_build.leakage import find_market_quote, screen_leakage
-        from forecast_env.corpus_build.quality import apply_filters
+        from forecast_env.corpus_build.quality import profile_verdicts
         from forecast_env.corpus_build.timestamps import assign_timestamps
 
         tools, name = self._tools, self.name
@@ -300,26 +304,39 @@ class FileRun:
             if score < self._min_score:
                 drop("lang", "not_english", item.url, item.offset, doc_id, f"{score:.3f}", body)
                 continue
+            keepers: list[str] | None = None  # the profiles whose quality filters pass the record
             try:
-                res = apply_filters(body, tools["filters"])
-                self._other_profiles(body, res)
-                if not res.keep:
-                    drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail, body)
+                verdicts = profile_verdicts(body, tools["filters"])
+                for profile, res in verdicts.items():
+                    if not res.keep:
+                        drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail, body,
+                             profiles=(profile,))
+                kept_by = [p for p, res in verdicts.items() if res.keep]
+                if not kept_by:
                     continue
-                body = res.text if res.text is not None else body
+                keepers = None if len(kept_by) == len(verdicts) else kept_by
+                cleaned = {verdicts[p].text for p in kept_by}
+                if len(cleaned) > 1:  # check_shared_cleanup rules it out; never store one profile's text as another's
+                    raise CorpusError(f"quality profiles {kept_by} cleaned {item.url} differently")
+                text = cleaned.pop()
+                body = text if text is not None else body
                 ts = assign_timestamps(ext, item.url, item.last_modified, item.crawl_time, min_year, max_year,
                                        self._visibility)
                 if start is not None and ts.day < start:
-                    drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat(), body)
+                    drop("time", "before_corpus_start", item.url, item.offset, doc_id, ts.day.isoformat(), body,
+                         profiles=keepers)
                     continue
                 if end is not None and ts.day > end:
-                    drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat(), body)
+                    drop("time", "after_corpus_end", item.url, item.offset, doc_id, ts.day.isoformat(), body,
+                         profiles=keepers)
                     continue
                 flag, why = screen_leakage(body, title, ts.visible_at) if self._leak_on else (False, None)
                 market_quote = find_market_quote(body, title, summary) is not None
+            except CorpusError:
+                raise
             except Exception as exc:
                 drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300],
-                     body)
+                     body, profiles=keepers)
                 continue
             kept.append({
                 "doc_id": doc_id, "url": item.url, "canonical_url": ext.canonical_url or None,
@@ -332,26 +349,32 @@ class FileRun:
                 "warc_file": name, "warc_offset": item.offset,
             })
         articles = pa.Table.from_pylist(kept, schema=schema.ARTICLES)
-        drops = pa.Table.from_pylist(dropped, schema=schema.DROPPED)
+        drops = pa.Table.from_pylist(dropped, schema=schema.PART_DROPPED)
         self._kept += articles.num_rows
         self._dropped += drops.num_rows
         return articles, drops
 
 
-def process_warc(path: str | Path | Source, config: dict[str, Any] | None = None,
+def process_warc(path: str | Path | Source, config: dict[str, Any] | None = None, *, all_profiles: bool = False,
                  **stream: Any) -> tuple[pa.Table, pa.Table, dict, list[dict]]:
     """Run stages 1-7 over one WARC file or source: (articles, dropped, counters, file_errors).
 
-    The rows come in file order (drops of a chunk after its records' kept rows are decided); `stream`
-    passes `limiter`, `keep_dir`, `sleep`, `client` to a remote source (see `FileRun`).
+    The rows are the configured quality profile's (`all_profiles=True`: the part's tables, every
+    profile's verdicts, dropped rows as `schema.PART_DROPPED`). They come in file order (drops of a
+    chunk after its records' kept rows are decided); `stream` passes `limiter`, `keep_dir`, `sleep`,
+    `client` to a remote source (see `FileRun`).
     """
+    from forecast_env.corpus_build.quality import active_profile
+
     run = FileRun(path, config, **stream)
     arts, drops = [], []
     for a, d in run.chunks():
         arts.append(a)
         drops.append(d)
     articles = pa.concat_tables(arts).cast(schema.ARTICLES) if arts else schema.ARTICLES.empty_table()
-    dropped = pa.concat_tables(drops).cast(schema.DROPPED) if drops else schema.DROPPED.empty_table()
+    dropped = pa.concat_tables(drops).cast(schema.PART_DROPPED) if drops else schema.PART_DROPPED.empty_table()
+    if not all_profiles:
+        articles, dropped = profile_view(articles, dropped, active_profile(run.cfg.get("quality")))
     counters = dict(run.counters)
     if run.identity is not None:
         counters["source"] = run.identity
@@ -432,11 +455,11 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
             try:
                 with atomic_path(paths["articles"]) as ta, atomic_path(paths["dropped"]) as td:
                     wa = pq.ParquetWriter(ta, schema.ARTICLES, compression="zstd")
-                    wd = pq.ParquetWriter(td, schema.DROPPED, compression="zstd")
+                    wd = pq.ParquetWriter(td, schema.PART_DROPPED, compression="zstd")
                     try:
                         for arts, drops in run.chunks():
                             wa.write_table(arts.cast(schema.ARTICLES))
-                            wd.write_table(drops.cast(schema.DROPPED))
+                            wd.write_table(drops.cast(schema.PART_DROPPED))
                     finally:
                         wa.close()
                         wd.close()
@@ -712,7 +735,7 @@ def build_corpus(
     t_dedup = t_merge + merged.timings["keys_s"] + merged.timings["pairs_s"]
     written, dropped = merged.written, merged.dropped
     write_file_errors(ws, file_errors)
-    report = build_report(counters, dropped, merged.articles, file_errors)
+    report = build_report(counters, dropped, merged.articles, file_errors, merged.quality_profiles)
     report["transfer"] = transfer
     atomic_write_json(ws.corpus_dir / "report.json", report)
     atomic_write_bytes(ws.corpus_dir / "report.md", render_markdown(report).encode("utf-8"))

@@ -38,6 +38,7 @@ __all__ = [
     "active_profile",
     "apply_filters",
     "build_filters",
+    "check_shared_cleanup",
     "profile_verdicts",
     "resolve_quality",
     "sent_tokenize",
@@ -594,6 +595,25 @@ def build_filters(quality_cfg: dict | None, profile: str | None = None) -> list[
         except TypeError as exc:
             raise ConfigError(f"quality.{name}: bad key ({exc}); see docs/corpus_quality.md") from exc
     return filters
+
+
+#: The C4 settings that remove lines (the text every later filter sees and the part stores): every
+#: profile must share them, as a part holds one body per record for all profiles (`check_shared_cleanup`).
+LINE_CLEANUP_KEYS = ("enabled", "max_word_length", "min_words_per_line", "remove_citations", "filter_javascript",
+                     "filter_policy", "filter_no_terminal_punct")
+
+
+def check_shared_cleanup(resolved: dict[str, dict[str, dict]]) -> None:
+    """Raise ConfigError unless every profile's resolved C4 section removes the same lines (profile ->
+    `resolve_quality(...)["filters"]`): the profiles may differ in what they drop, not in the text."""
+    seen: dict[tuple, str] = {}
+    for name, filters in resolved.items():
+        c4 = filters.get("c4") or {}
+        key = tuple(c4.get(k) for k in LINE_CLEANUP_KEYS)
+        seen.setdefault(key, name)
+    if len(seen) > 1:
+        raise ConfigError(f"quality profiles {sorted(seen.values())} remove different lines (c4: "
+                          f"{', '.join(LINE_CLEANUP_KEYS)}); a part stores one body per record for every profile")
 
 
 def profile_verdicts(text: str, filters_by_profile: dict[str, list]) -> dict[str, FilterResult]:

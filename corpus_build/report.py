@@ -124,9 +124,11 @@ def visibility_moves(articles: pa.Table | ArticleTally) -> dict[str, Any]:
 
 
 def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, articles: pa.Table | ArticleTally,
-                 file_errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The funnel of one build from per-file counters, all dropped rows (or their `dropped_counts`)
-    and the kept articles (or their `tally_articles`)."""
+                 file_errors: Sequence[Mapping[str, Any]],
+                 quality_profiles: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None) -> dict[str, Any]:
+    """The funnel of one build from per-file counters, all dropped rows (or their `dropped_counts`),
+    the kept articles (or their `tally_articles`) and what the other quality profiles would have
+    decided differently (`merge.profile_differences`, summed)."""
     ddf = pl.from_arrow(dropped_counts(dropped)) if dropped.num_rows else pl.DataFrame(
         schema={"stage": pl.Utf8, "reason": pl.Utf8, "n": pl.Int64})
     tally = articles if isinstance(articles, ArticleTally) else tally_articles(articles)
@@ -165,21 +167,9 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
         "market_quotes": int(adf.filter(pl.col("market_quote"))["n"].sum()) if kept else 0,
         "months": dict(sorted(_counts(adf, "month").items())),
         "file_errors": [dict(e) for e in file_errors],
-        "quality_profiles": other_profiles(counters),
+        "quality_profiles": {name: {side: dict(sorted(v.items())) for side, v in sides.items()}
+                             for name, sides in sorted((quality_profiles or {}).items())},
     }
-
-
-def other_profiles(counters: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
-    """Per other quality profile: the build's quality drops it would have kept, and the articles it would
-    have dropped, per reason (the build's reason for the first, the other profile's for the second)."""
-    out: dict[str, dict[str, dict[str, int]]] = {}
-    for c in counters:
-        for name, sides in (c.get("quality_profiles") or {}).items():
-            entry = out.setdefault(name, {"would_keep": {}, "would_drop": {}})
-            for side in ("would_keep", "would_drop"):
-                for reason, n in (sides.get(side) or {}).items():
-                    entry[side][reason] = entry[side].get(reason, 0) + int(n)
-    return {name: {side: dict(sorted(v.items())) for side, v in sides.items()} for name, sides in sorted(out.items())}
 
 
 def render_other_profiles(report: Mapping[str, Any]) -> list[str]:

@@ -63,6 +63,13 @@ DROPPED = pa.schema(
     ]
 )
 
+#: A part's dropped rows (the per-WARC stages' output, corpus_build/pipeline.py): the store's columns plus
+#: `profile`, the quality profile a row holds for. A part records every profile's verdicts, so switching
+#: `quality.profile` re-extracts no WARC: a quality drop is one row per profile that drops the record,
+#: and a later stage's drop of a record only some profiles kept is one row per keeping profile; null =
+#: the row holds for every profile. The merge keeps the active profile's rows (`pipeline.profile_view`).
+PART_DROPPED = pa.schema([*DROPPED, ("profile", pa.string())])
+
 #: Characters of a dropped record's text kept in `text_head` (`corpus build --keep-dropped-text`).
 DROPPED_TEXT_CHARS = 500
 

@@ -41,10 +41,10 @@ def _reference(parts: list[PartFiles], out: Path, cfg: dict = CFG) -> tuple[dict
     ws = Workspace.at(out, create=True)
     for d in (ws.articles_dir, ws.dropped_dir):
         d.mkdir(parents=True, exist_ok=True)
-    written, dropped, articles = merge_in_memory(ws, parts, cfg)
+    written, dropped, articles, differences = merge_in_memory(ws, parts, cfg)
     markers = [p.articles.with_name(p.articles.name.replace(".articles.parquet", ".json")) for p in parts]
     counters = [json.loads(m.read_text()) for m in markers if m.exists()]
-    return _store(out), build_report(counters, dropped, articles, [])
+    return _store(out), build_report(counters, dropped, articles, [], differences)
 
 
 def _out_of_core(parts: list[PartFiles], out: Path, cfg: dict = CFG, **kw) -> tuple[dict[str, bytes], merge.MergeResult]:

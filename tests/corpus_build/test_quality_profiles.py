@@ -111,10 +111,12 @@ def test_resolved_thresholds_are_hashed() -> None:
           if not isinstance(v, list))])
     # spelling out a profile's own value does not change what is built, so not the ids either
     assert snapshot_config_hash(news) == snapshot_config_hash(same)
-    assert per_file_config_hash(news) == per_file_config_hash(same)
     assert snapshot_config_hash(paper) == snapshot_config_hash(spelled)
     assert snapshot_config_hash(news) != snapshot_config_hash(paper)
-    assert per_file_config_hash(news) != per_file_config_hash(paper)
+    # a part records every profile's verdicts: which profile is active does not key it ...
+    assert per_file_config_hash(news) == per_file_config_hash(paper)
+    # ... but an explicit threshold overrides every profile's (paper's min_sentences is 5), so it does
+    assert per_file_config_hash(news) != per_file_config_hash(same)
     other = load_config("corpus", overrides=["quality.profile=news", "quality.c4.min_sentences=9"])
     assert snapshot_config_hash(other) != snapshot_config_hash(news)
 
@@ -158,3 +160,113 @@ def test_funnel_counts_the_other_profile(tmp_path) -> None:
     assert other["would_drop"] == {"gopher_alpha_words": 1} and other["would_keep"] == {}
     md = (tmp_path / "ws" / "corpus" / "report.md").read_text()
     assert "## Quality: the paper profile" in md and "| gopher_alpha_words | 0 | 1 |" in md
+
+
+def _store_bytes(ws) -> dict[str, bytes]:
+    corpus = ws / "corpus"
+    files = sorted(corpus.glob("articles/*.parquet")) + sorted(corpus.glob("dropped/*.parquet"))
+    return {p.relative_to(corpus).as_posix(): p.read_bytes() for p in files}
+
+
+def _dropped_ids(ws, stage: str) -> set[str]:
+    import pyarrow.parquet as pq
+
+    path = ws / "corpus" / "dropped" / f"{stage}.parquet"
+    return set(pq.read_table(path, columns=["doc_id"])["doc_id"].to_pylist()) if path.exists() else set()
+
+
+def test_switching_profile_reextracts_no_warc_and_builds_what_a_fresh_build_does(tmp_path) -> None:
+    """A part records both profiles' verdicts: a second build with the other profile processes no file,
+    and its store, id and funnel equal a fresh build's with that profile."""
+    import shutil
+
+    from _warc_data import Page, english_body, write_warc
+
+    from forecast_env.corpus_build.pipeline import build_corpus
+
+    warc = write_warc(tmp_path / "w.warc.gz", [
+        Page("https://news.example.com/scores", title="Premier League results and table",
+             body=SCORES, published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/plain", title="Council approves the budget plan",
+             body=english_body(77), published="2025-04-12T09:00:00Z"),
+        # number-heavy and before the window: news drops it at stage time, paper at stage quality
+        Page("https://news.example.com/old-markets", title="Markets close higher",
+             body=MARKETS, published="2024-11-02T21:00:00Z"),
+    ])
+    cfg = {p: load_config("corpus", overrides=[f"quality.profile={p}"]) for p in ("news", "paper")}
+    ws = tmp_path / "ws"
+    first = build_corpus([warc], ws, config=cfg["news"], workers=1, progress=False)
+    news_store, news_quality, news_time = _store_bytes(ws), _dropped_ids(ws, "quality"), _dropped_ids(ws, "time")
+    assert first["report"]["kept"] == 2 and len(news_time) == 1 and not news_quality
+
+    switched = build_corpus([warc], ws, config=cfg["paper"], workers=1, progress=False)
+    assert switched["counts"]["files_processed"] == 0  # no WARC read again
+    fresh_ws = tmp_path / "fresh"
+    fresh = build_corpus([warc], fresh_ws, config=cfg["paper"], workers=1, progress=False)
+    assert fresh["counts"]["files_processed"] == 1
+    assert _store_bytes(ws) == _store_bytes(fresh_ws)
+    assert switched["snapshot_id"] == fresh["snapshot_id"] != first["snapshot_id"]
+    assert {k: v for k, v in switched["report"].items() if k != "transfer"} == \
+        {k: v for k, v in fresh["report"].items() if k != "transfer"}
+    paper_quality = _dropped_ids(ws, "quality")
+    assert switched["report"]["kept"] == 1 and len(paper_quality) == 2 and not _dropped_ids(ws, "time")
+    # the funnel's other-profile counts agree with the two stores
+    other = switched["report"]["quality_profiles"]["news"]
+    assert sum(other["would_keep"].values()) == len(paper_quality - news_quality) == 2
+    assert sum(other["would_drop"].values()) == len(news_quality - paper_quality) == 0
+    assert other["would_keep"] == {"gopher_alpha_words": 2}
+
+    # and back: the news store comes back byte for byte, still from the same part
+    shutil.rmtree(ws / "corpus" / "merge", ignore_errors=True)
+    back = build_corpus([warc], ws, config=cfg["news"], workers=1, progress=False)
+    assert back["counts"]["files_processed"] == 0 and _store_bytes(ws) == news_store
+
+
+def test_part_rows_carry_the_profiles_they_hold_for(tmp_path) -> None:
+    from _warc_data import Page, english_body, write_warc
+
+    from forecast_env.corpus_build.merge import profile_view
+    from forecast_env.corpus_build.pipeline import process_warc
+
+    warc = write_warc(tmp_path / "w.warc.gz", [
+        Page("https://news.example.com/scores", title="Premier League results and table",
+             body=SCORES, published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/old-markets", title="Markets close higher",
+             body=MARKETS, published="2024-11-02T21:00:00Z"),
+        Page("https://news.example.com/short", title="Short", body="The council met on Tuesday evening and approved the new budget plan for the coming year.",
+             published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/plain", title="Council approves the budget plan",
+             body=english_body(77), published="2025-04-12T09:00:00Z"),
+    ])
+    cfg = load_config("corpus", overrides=["quality.profile=paper"])
+    arts, drops, _, _ = process_warc(warc, cfg, all_profiles=True)
+    rows = {(r["url"].rsplit("/", 1)[-1], r["stage"], r["profile"]) for r in drops.to_pylist()}
+    assert rows == {
+        ("scores", "quality", "paper"),            # paper drops it; news keeps it: it is an article row
+        ("old-markets", "quality", "paper"),       # paper drops it at quality ...
+        ("old-markets", "time", "news"),           # ... news at the window
+        ("short", "quality", "paper"), ("short", "quality", "news"),  # both drop it, each with its reason
+    }
+    assert sorted(u.rsplit("/", 1)[-1] for u in arts["url"].to_pylist()) == ["plain", "scores"]
+    for profile, kept in (("paper", ["plain"]), ("news", ["plain", "scores"])):
+        a, d = profile_view(arts, drops, profile)
+        assert sorted(u.rsplit("/", 1)[-1] for u in a["url"].to_pylist()) == kept
+        assert "profile" not in d.column_names
+        # every record is accounted for once under each profile: kept or dropped at one stage
+        assert sorted(d["doc_id"].to_pylist() + a["doc_id"].to_pylist()) == sorted(set(
+            drops["doc_id"].to_pylist() + arts["doc_id"].to_pylist()))
+    # the default view is the configured profile's
+    a, d, _, _ = process_warc(warc, cfg)
+    assert a["url"].to_pylist() == profile_view(arts, drops, "paper")[0]["url"].to_pylist()
+    assert d.schema.names == profile_view(arts, drops, "paper")[1].schema.names
+
+
+def test_profiles_must_clean_lines_alike() -> None:
+    from forecast_env.corpus_build.quality import LINE_CLEANUP_KEYS, check_shared_cleanup
+
+    resolved = {p: resolve_quality({}, p)["filters"] for p in PROFILES}
+    check_shared_cleanup(resolved)  # the shipped profiles share their line cleanup
+    for key in LINE_CLEANUP_KEYS:
+        other = {**resolved, "x": {**resolved["paper"], "c4": {**resolved["paper"]["c4"], key: "changed"}}}
+        with pytest.raises(ConfigError, match="remove different lines"):
+            check_shared_cleanup(other)
