@@ -31,9 +31,12 @@ __all__ = [
     "MOD_RULES",
     "PUB_RULES",
     "Extracted",
+    "PageSignals",
     "extract_page",
     "normalize_text",
+    "page_signals",
     "url_date",
+    "url_shape",
 ]
 
 #: Publication cascade (docs/design.md §2.timestamps), highest priority first.
@@ -122,9 +125,55 @@ _MANY_NL = re.compile(r"\n{3,}")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class PageSignals:
+    """Page-level signals of "is this page an article?", read from the page's one parse (the quality
+    stage's `page` rule judges them, `corpus_build.quality.PageRule`).
+
+    Counts are of whitespace-separated words of the visible text of <body> (script, style, noscript,
+    template, svg, iframe and form controls' text left out), so they do not depend on the body
+    extractor."""
+
+    #: og:type, lowercased ("article", "website", ...), None when the page has none
+    og_type: str | None = None
+    #: every JSON-LD @type on the page (lowercased, the part after the last / : or #), sorted
+    jsonld_types: tuple[str, ...] = ()
+    #: an article:published_time / og:published_time / itemprop datePublished / JSON-LD datePublished
+    #: or dateCreated / <time pubdate> candidate (the URL's date and <meta name=date> not counted)
+    has_pub_meta: bool = False
+    #: number of <article> elements outside the chrome (a listing page repeats one per teaser)
+    n_article_tags: int = 0
+    #: number of <h2>/<h3>/<h4> elements whose text is (mostly) a link: teaser headlines
+    n_link_headings: int = 0
+    #: words of visible text in <body> outside its chrome (<nav>, <header>, <footer>, <aside> and elements
+    #: with a navigation / banner / contentinfo / complementary / menu role), and of it the words inside <a>
+    text_words: int = 0
+    link_words: int = 0
+    #: an <input type=password> on the page (a login or registration form)
+    password_input: bool = False
+    #: the <title> / first <h1> says the page is an error (404, "page not found", 500, access denied)
+    error_title: bool = False
+    #: the URL's path shape: "home" (no path), "listing" (/tag/, /category/, /page/N, /search, ...),
+    #: "section" (one short path segment, no digits, no file suffix), else "other"
+    url_shape: str = "other"
+
+    @property
+    def link_share(self) -> float:
+        """Share of the visible words that sit inside links (0 when the page has no text)."""
+        return self.link_words / self.text_words if self.text_words else 0.0
+
+    @property
+    def article_meta(self) -> bool:
+        """The page declares itself an article: og:type article or an article-typed JSON-LD object."""
+        return (self.og_type or "").startswith("article") or bool(set(self.jsonld_types) & _ARTICLE_TYPES)
+
+
 @dataclass
 class Extracted:
-    """What stage 2 found on one page (texts normalized; candidates raw, in cascade order)."""
+    """What stage 2 found on one page (texts normalized; candidates raw, in cascade order).
+
+    `page`: the page-level signals (None from callers that build an `Extracted` themselves: the
+    quality stage's page rule then keeps the document)."""
 
     title: str | None
     summary: str | None
@@ -132,6 +181,7 @@ class Extracted:
     canonical_url: str | None
     pub_candidates: list[tuple[str, str]] = field(default_factory=list)
     mod_candidates: list[tuple[str, str]] = field(default_factory=list)
+    page: PageSignals | None = None
 
 
 def normalize_text(text: str) -> str:
@@ -260,15 +310,18 @@ def _walk_jsonld(data, depth: int, articles: list[dict], others: list[dict]) -> 
             _walk_jsonld(value, depth + 1, articles, others)
 
 
-def _jsonld_candidates(scripts: list[str], pub: dict, mod: dict) -> None:
+def _jsonld_candidates(scripts: list[str], pub: dict, mod: dict) -> list:
+    """Date candidates of the JSON-LD scripts into pub / mod; returns the parsed scripts."""
     articles: list[dict] = []
     others: list[dict] = []
     loose: list[str] = []
+    parsed: list = []
     for raw in scripts:
         data = _load_jsonld(raw)
         if data is None:
             loose.append(raw)
             continue
+        parsed.append(data)
         _walk_jsonld(data, 0, articles, others)
     for obj in articles + others:
         for key, rule, kind in _JSONLD_KEYS:
@@ -280,6 +333,139 @@ def _jsonld_candidates(scripts: list[str], pub: dict, mod: dict) -> None:
         for key, rule, kind in _JSONLD_KEYS:
             target = pub if kind == "pub" else mod
             target.setdefault(rule, []).extend(m.group(1) for m in _JSON_LOOSE[key].finditer(raw))
+    return parsed
+
+
+def _jsonld_types(data, depth: int, out: set[str]) -> None:
+    """Every @type of the parsed JSON-LD (depth-limited; author / publisher / image objects skipped:
+    a page's publisher is an Organization whatever the page is)."""
+    if depth > 8:
+        return
+    if isinstance(data, list):
+        for item in data:
+            _jsonld_types(item, depth + 1, out)
+        return
+    if not isinstance(data, dict):
+        return
+    out.update(t for t in _types(data) if t)
+    for key, value in data.items():
+        if isinstance(value, (dict, list)) and key not in ("author", "publisher", "image", "video", "logo", "creator"):
+            _jsonld_types(value, depth + 1, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# Page signals
+# ------------------------------------------------------------------------------------------------
+
+_NO_TEXT_TAGS = frozenset(("script", "style", "noscript", "template", "svg", "iframe", "select", "option",
+                           "textarea", "button", "head"))
+_LINK_HEADINGS = frozenset(("h2", "h3", "h4"))
+#: the page's chrome: a site's menus, header, footer and side bars are links on every page, article or not
+_CHROME_TAGS = frozenset(("nav", "header", "footer", "aside"))
+_CHROME_ROLES = frozenset(("navigation", "banner", "contentinfo", "complementary", "menu", "menubar"))
+_PUB_META_RULES = ("jsonld_datePublished", "jsonld_dateCreated", "meta_article_published_time",
+                   "meta_og_published_time", "itemprop_datePublished", "time_pubdate")
+_ERROR_TITLE = re.compile(
+    r"\b404\b|\berror\s*(?:404|410|500|502|503)\b|\b(?:410 gone|500 internal|502 bad gateway|503 service)|"
+    r"\b(?:page|file|url|document|content|article|story)s?\s+(?:was\s+|is\s+)?not\s+(?:be\s+)?found\b|^\s*not found\b|"
+    r"\bpage (?:does not|doesn't|cannot|can't|could not|couldn't) (?:exist|be found)|internal server error|"
+    r"\baccess denied\b|\b403 forbidden\b",
+    re.IGNORECASE,
+)
+_LISTING_SEGMENTS = frozenset((
+    "tag", "tags", "category", "categories", "topic", "topics", "section", "sections", "author", "authors",
+    "archive", "archives", "search", "page", "label", "labels", "keyword", "keywords", "collections",
+    "collection", "index", "sitemap", "latest", "feed", "list", "lists",
+))
+_PAGE_QUERY = re.compile(r"(?:^|&)(?:page|paged|p|pg|s|q|query|search|tag|cat|category)=", re.IGNORECASE)
+_FILE_SUFFIX = re.compile(r"\.(?:s?html?|php|aspx?|jsp|cfm)$", re.IGNORECASE)
+
+
+def url_shape(url: str | None) -> str:
+    """"home", "listing", "section" or "other" (see `PageSignals.url_shape`)."""
+    if not url:
+        return "other"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "other"
+    segments = [seg for seg in parts.path.split("/") if seg]
+    low = [seg.lower() for seg in segments]
+    if any(seg in _LISTING_SEGMENTS for seg in low) or _PAGE_QUERY.search(parts.query or ""):
+        return "listing"
+    if not segments or (len(segments) == 1 and low[0] in ("index.html", "index.htm", "index.php", "default.aspx")):
+        return "home" if not parts.query else "other"
+    if (len(segments) == 1 and not any(c.isdigit() for c in low[0]) and not _FILE_SUFFIX.search(low[0])
+            and low[0].count("-") <= 1):
+        return "section"
+    return "other"
+
+
+def _visible_words(root) -> tuple[int, int, int, int, bool]:
+    """(words of visible text, of it inside <a>, <article> elements, link headings, password input)
+    under root, in one walk of the tree."""
+    total = link = n_article = n_link_head = 0
+    password = False
+    stack: list[tuple[object, bool]] = [(root, False)]
+    heading_stack: list = []
+    while stack:
+        el, in_link = stack.pop()
+        tag = el.tag
+        if not isinstance(tag, str):
+            continue
+        if tag == "input":
+            if (el.get("type") or "").strip().lower() == "password":
+                password = True
+            continue
+        if tag in _NO_TEXT_TAGS or tag in _CHROME_TAGS or (el.get("role") or "").strip().lower() in _CHROME_ROLES:
+            continue
+        if tag == "a":
+            in_link = True
+        elif tag == "article":
+            n_article += 1
+        elif tag in _LINK_HEADINGS:
+            heading_stack.append(el)
+        if el.text:
+            n = len(el.text.split())
+            total += n
+            link += n if in_link else 0
+        for child in el:
+            if child.tail:
+                n = len(child.tail.split())
+                total += n
+                link += n if in_link else 0
+            stack.append((child, in_link))
+    for h in heading_stack:
+        words = len(" ".join(h.itertext()).split())
+        if not words:
+            continue
+        linked = sum(len(" ".join(a.itertext()).split()) for a in h.iter("a"))
+        if linked * 2 >= words:
+            n_link_head += 1
+    return total, link, n_article, n_link_head, password
+
+
+def page_signals(tree, url: str, og_type: str | None, jsonld: list, pub: dict, title: str | None) -> PageSignals:
+    """The page's `PageSignals` from its parse (before the body extractor sees the tree)."""
+    types: set[str] = set()
+    for data in jsonld:
+        _jsonld_types(data, 0, types)
+    body = tree.find(".//body")
+    total, link, n_article, n_link_head, password = _visible_words(body if body is not None else tree)
+    h1 = tree.find(".//h1")
+    heads = [title or "", block_text(h1) if h1 is not None else ""]
+    return PageSignals(
+        og_type=(og_type or "").strip().lower() or None,
+        jsonld_types=tuple(sorted(types)),
+        has_pub_meta=any(pub.get(rule) for rule in _PUB_META_RULES),
+        n_article_tags=n_article,
+        n_link_headings=n_link_head,
+        text_words=total,
+        link_words=link,
+        password_input=password,
+        error_title=any(_ERROR_TITLE.search(h) for h in heads if h),
+        url_shape=url_shape(url),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -335,7 +521,7 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
     mod: dict[str, list[str]] = {}
     meta_pub_named: list[tuple[int, int, str]] = []
     meta_mod_named: list[tuple[int, int, str]] = []
-    og_title = description = og_description = twitter_description = None
+    og_title = og_type = description = og_description = twitter_description = None
     site_names: list[str] = []
 
     for i, meta in enumerate(tree.iter("meta")):
@@ -361,6 +547,8 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
                 meta_mod_named.append((_META_MOD_NAMES[key], i, content))
             elif key == "og:title" and og_title is None:
                 og_title = content
+            elif key == "og:type" and og_type is None:
+                og_type = content
             elif key in ("og:site_name", "application-name", "twitter:site"):
                 site_names.append(content)
             elif key == "description" and description is None:
@@ -396,10 +584,11 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
             mod.setdefault("time_updated", []).append(value)
 
     scripts = [s.text for s in tree.iter("script") if s.text and "ld+json" in (s.get("type") or "").lower()]
+    jsonld: list = []
     if scripts:
         jpub: dict[str, list[str]] = {}
         jmod: dict[str, list[str]] = {}
-        _jsonld_candidates(scripts, jpub, jmod)
+        jsonld = _jsonld_candidates(scripts, jpub, jmod)
         pub.update(jpub)
         mod.update(jmod)
 
@@ -431,6 +620,7 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
         _clean_inline(description) or _clean_inline(og_description) or _clean_inline(twitter_description)
     )
 
+    page = page_signals(tree, url, og_type, jsonld, pub, title)
     body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback,
                                              body_mode=body_mode))
 
@@ -438,4 +628,4 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
         body = ""
     pub_candidates = [(rule, v) for rule in PUB_RULES for v in pub.get(rule, ()) if v]
     mod_candidates = [(rule, v) for rule in MOD_RULES for v in mod.get(rule, ()) if v]
-    return Extracted(title, summary, body or None, canonical, pub_candidates, mod_candidates)
+    return Extracted(title, summary, body or None, canonical, pub_candidates, mod_candidates, page)
