@@ -35,6 +35,7 @@ __all__ = [
     "FineWebFilter",
     "GopherQualityFilter",
     "GopherRepetitionFilter",
+    "PageRule",
     "active_profile",
     "apply_filters",
     "build_filters",
@@ -122,6 +123,27 @@ class DocumentFilter(Protocol):
     name: str
 
     def filter(self, text: str) -> FilterResult: ...
+
+
+class PageSignalsLike(Protocol):
+    """What `PageRule` reads of `corpus_build.extract.PageSignals` (kept structural: quality.py does not
+    import the extractor)."""
+
+    og_type: str | None
+    jsonld_types: tuple[str, ...]
+    has_pub_meta: bool
+    n_article_tags: int
+    n_link_headings: int
+    text_words: int
+    password_input: bool
+    error_title: bool
+    url_shape: str
+
+    @property
+    def link_share(self) -> float: ...
+
+    @property
+    def article_meta(self) -> bool: ...
 
 
 def _drop(reason: str, detail: str | None, text: str) -> FilterResult:
@@ -494,7 +516,104 @@ class FineWebFilter:
         return FilterResult(True, None, None, text)
 
 
+#: JSON-LD types that declare a page of many items (a category, a search result, a shop grid, a profile)
+COLLECTION_TYPES = frozenset(("collectionpage", "itemlist", "searchresultspage", "productgroup", "product",
+                              "offercatalog", "profilepage"))
+_COOKIE_WORDS = re.compile(r"\bcookies?\b|\bconsent\b|\bgdpr\b", re.IGNORECASE)
+_LOGIN_WORDS = re.compile(r"\b(?:log ?in|sign ?in|sign up|password|username|register|subscribe)\b", re.IGNORECASE)
+
+
+class PageRule:
+    """Is this page an article? A page-level rule over the signals of the page's one parse
+    (`corpus_build.extract.PageSignals`) and the body's length; a news corpus keeps articles only.
+
+    Three short-page rules, for pages whose body is under `short_body_words` words:
+    `page_error` (the title or first <h1> says 404 / not found / server error), `page_login` (a password
+    field and login / sign-up words in the body), `page_cookie_wall` (the body talks of cookies or consent).
+
+    Then `page_listing`, a score: one point for each listing sign, the URL's shape (home page, /tag/,
+    /category/, /page/N, /search, a bare section path); at least `max_link_share` of the page's words
+    inside links; the body under `min_body_share` of the page's words (the extractor found a small part
+    of a page of teasers); a collection-typed JSON-LD object (`COLLECTION_TYPES`) or og:type product;
+    at least `min_teasers` <article> blocks or link headlines. Minus `article_weight` for article
+    metadata (og:type article, an article-typed JSON-LD object) and again for a publication-date
+    candidate in the page's metadata. The page is dropped when the score is >= `drop_score`.
+
+    Without signals (`page=None`: a caller that does not pass them) the document is kept."""
+
+    name = "page"
+    needs_page = True
+
+    def __init__(
+        self,
+        drop_score: int | None = 2,
+        article_weight: int = 2,
+        max_link_share: float = 0.4,
+        min_body_share: float = 0.6,
+        min_teasers: int = 10,
+        short_body_words: int = 150,
+        listing: bool = True,
+        error: bool = True,
+        login: bool = True,
+        cookie_wall: bool = True,
+    ):
+        self.drop_score = drop_score
+        self.article_weight = article_weight
+        self.max_link_share = max_link_share
+        self.min_body_share = min_body_share
+        self.min_teasers = min_teasers
+        self.short_body_words = short_body_words
+        self.listing = listing
+        self.error = error
+        self.login = login
+        self.cookie_wall = cookie_wall
+
+    def score(self, text: str, page: PageSignalsLike) -> tuple[int, list[str]]:
+        """The listing score and the signs that made it (for the drop's detail)."""
+        body_words = len(text.split())
+        signs: list[str] = []
+        if page.url_shape != "other":
+            signs.append(f"url={page.url_shape}")
+        if page.link_share >= self.max_link_share:
+            signs.append(f"link_share={page.link_share:.2f}")
+        share = body_words / page.text_words if page.text_words else 1.0
+        if share < self.min_body_share:
+            signs.append(f"body_share={share:.2f}")
+        og = (page.og_type or "")
+        if set(page.jsonld_types) & COLLECTION_TYPES or og.startswith("product"):
+            signs.append("collection_type")
+        teasers = max(page.n_article_tags, page.n_link_headings)
+        if teasers >= self.min_teasers:
+            signs.append(f"teasers={teasers}")
+        score = len(signs)
+        if page.article_meta:
+            score -= self.article_weight
+            signs.append("article_meta")
+        if page.has_pub_meta:
+            score -= self.article_weight
+            signs.append("pub_meta")
+        return score, signs
+
+    def filter(self, text: str, page: PageSignalsLike | None = None) -> FilterResult:
+        if page is None:
+            return FilterResult(True, None, None, text)
+        body_words = len(text.split())
+        if body_words < self.short_body_words:
+            if self.error and page.error_title:
+                return _drop("page_error", f"body_words={body_words}", text)
+            if self.login and page.password_input and _LOGIN_WORDS.search(text):
+                return _drop("page_login", f"body_words={body_words}", text)
+            if self.cookie_wall and _COOKIE_WORDS.search(text):
+                return _drop("page_cookie_wall", f"body_words={body_words}", text)
+        if self.listing and self.drop_score is not None:
+            score, signs = self.score(text, page)
+            if score >= self.drop_score:
+                return _drop("page_listing", f"score={score} ({', '.join(signs)})", text)
+        return FilterResult(True, None, None, text)
+
+
 _FILTERS = (
+    ("page", PageRule),
     ("gopher_quality", GopherQualityFilter),
     ("gopher_repetition", GopherRepetitionFilter),
     ("c4", C4Filter),
@@ -531,18 +650,32 @@ PROFILES: dict[str, dict[str, dict]] = {
         },
     },
 }
+#: The page rule's thresholds (`PageRule`, tuned on the tuning sets of benchmarks/RESULTS.md, issue 25
+#: third session). Only `news` has the section: `paper` judges text alone, as the paper's corpus did.
+PAGE_DEFAULTS: dict = {
+    "enabled": True, "drop_score": 2, "article_weight": 2, "max_link_share": 0.4, "min_body_share": 0.6,
+    "min_teasers": 10, "short_body_words": 150, "listing": True, "error": True, "login": True, "cookie_wall": True,
+}
 PROFILES["news"] = {
+    # is the page an article at all (index, tag, login, cookie-wall and error pages are not)
+    "page": dict(PAGE_DEFAULTS),
     # numbers, currency and scores are words here: the share is taken over non-symbol words, not over
     # every token ("$", "%", "(" and "," are tokens too in datatrove's count), and a lower share passes
     "gopher_quality": {**PROFILES["paper"]["gopher_quality"], "max_non_alpha_words_ratio": 0.55,
                        "alpha_ratio_of": "words"},
-    "gopher_repetition": {**PROFILES["paper"]["gopher_repetition"]},
+    # a body with repeated short headings, captions or "Advertisement" lines is not a repeated document:
+    # the counts of repeated paragraphs and lines pass up to half (their characters stay at 0.2), and
+    # repeated 5..10-grams (recipe steps, product boxes, a quote repeated as a pull quote) up to 0.10 more
+    "gopher_repetition": {**PROFILES["paper"]["gopher_repetition"], "dup_line_frac": 0.5, "dup_para_frac": 0.5,
+                          "dup_n_grams": [[5, 0.25], [6, 0.24], [7, 0.23], [8, 0.22], [9, 0.21], [10, 0.2]]},
     # short wire items have 3-4 sentences; a "{" in a body is a code sample or a formula, not a script
     "c4": {**PROFILES["paper"]["c4"], "min_sentences": 3, "filter_curly_bracket": False},
     # a repeated caption, byline or "Advertisement" line is not a repeated document; a line ending in a
-    # closing typographic quote or bracket ends a sentence; blank lines between paragraphs are no lines
+    # closing typographic quote or bracket ends a sentence; blank lines between paragraphs are no lines;
+    # no share of lines must end in punctuation (0: trafilatura's bodies of tables, lists and
+    # headline-per-line layouts have none, and the page rule judges whether such a page is an article)
     "fineweb": {**PROFILES["paper"]["fineweb"], "char_duplicates_ratio": 0.1, "newlines_of_blank_lines": False,
-                "line_end_chars": ".'\"!?”’)"},
+                "line_end_chars": ".'\"!?”’)", "line_punct_thr": 0.0},
 }
 PROFILE_NAMES = tuple(PROFILES)
 DEFAULT_PROFILE = "paper"  # the shipped config's; benchmarks/RESULTS.md (issue 25) says why
@@ -566,8 +699,15 @@ def resolve_quality(quality_cfg: dict | None, profile: str | None = None) -> dic
                           "and profile")
     resolved: dict[str, dict] = {}
     for sec, _ in _FILTERS:
-        params = {k: (list(map(list, v)) if isinstance(v, list) else v) for k, v in PROFILES[name][sec].items()}
-        for key, value in (quality_cfg.get(sec) or {}).items():
+        overrides = {k: v for k, v in (quality_cfg.get(sec) or {}).items() if v is not None}
+        if sec not in PROFILES[name]:
+            if not overrides:
+                continue  # a profile without the section (paper has no page rule): not resolved, not hashed
+            base = {**PAGE_DEFAULTS, "enabled": False} if sec == "page" else {}
+        else:
+            base = PROFILES[name][sec]
+        params = {k: (list(map(list, v)) if isinstance(v, list) else v) for k, v in base.items()}
+        for key, value in overrides.items():
             if value is None:
                 continue
             if key not in params:
@@ -587,6 +727,8 @@ def build_filters(quality_cfg: dict | None, profile: str | None = None) -> list[
     resolved = resolve_quality(quality_cfg, profile)["filters"]
     filters: list[DocumentFilter] = []
     for name, cls in _FILTERS:
+        if name not in resolved:
+            continue
         params = dict(resolved[name])
         if not params.pop("enabled", True):
             continue
@@ -616,15 +758,20 @@ def check_shared_cleanup(resolved: dict[str, dict[str, dict]]) -> None:
                           f"{', '.join(LINE_CLEANUP_KEYS)}); a part stores one body per record for every profile")
 
 
-def profile_verdicts(text: str, filters_by_profile: dict[str, list]) -> dict[str, FilterResult]:
-    """Each profile's verdict on one body (the same text; filters are pure functions of it)."""
-    return {name: apply_filters(text, filters) for name, filters in filters_by_profile.items()}
+def profile_verdicts(text: str, filters_by_profile: dict[str, list],
+                     page: PageSignalsLike | None = None) -> dict[str, FilterResult]:
+    """Each profile's verdict on one body (the same text and page signals; filters are pure functions of
+    them)."""
+    return {name: apply_filters(text, filters, page) for name, filters in filters_by_profile.items()}
 
 
-def apply_filters(text: str, filters) -> FilterResult:
-    """Run filters in order; the first failing one gives the reason; C4's cleaned text flows on."""
+def apply_filters(text: str, filters, page: PageSignalsLike | None = None) -> FilterResult:
+    """Run filters in order; the first failing one gives the reason; C4's cleaned text flows on.
+
+    `page` (`corpus_build.extract.PageSignals`) goes to the filters that judge the page (`needs_page`);
+    text-only filters get the text alone. Without it the page rule keeps the document."""
     for f in filters:
-        result = f.filter(text)
+        result = f.filter(text, page) if getattr(f, "needs_page", False) else f.filter(text)
         if not result.keep:
             return result
         text = result.text

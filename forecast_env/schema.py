@@ -94,6 +94,8 @@ CORPUS_REASONS: dict[str, tuple[str, ...]] = {
         "c4_lorem_ipsum", "c4_curly_bracket", "c4_too_few_sentences",
         # FineWeb
         "fineweb_punct_lines", "fineweb_short_lines", "fineweb_dup_line_chars", "fineweb_newline_ratio",
+        # the news profile's page rule (corpus_build/quality.py PageRule): not an article page
+        "page_listing", "page_error", "page_login", "page_cookie_wall",
     ),
     "time": ("before_corpus_start", "after_corpus_end"),
     "dedup": ("dup_canonical_url", "dup_title", "dup_minhash"),
