@@ -527,7 +527,8 @@ class PageRule:
     """Is this page an article? A page-level rule over the signals of the page's one parse
     (`corpus_build.extract.PageSignals`) and the body's length; a news corpus keeps articles only.
 
-    Three short-page rules, for pages whose body is under `short_body_words` words:
+    Three short-page rules, for pages whose body is under `short_body_words` words and whose metadata does
+    not declare an article (a short wire item about cookies, or a podcast called "The 404", is kept):
     `page_error` (the title or first <h1> says 404 / not found / server error), `page_login` (a password
     field and login / sign-up words in the body), `page_cookie_wall` (the body talks of cookies or consent).
 
@@ -598,7 +599,7 @@ class PageRule:
         if page is None:
             return FilterResult(True, None, None, text)
         body_words = len(text.split())
-        if body_words < self.short_body_words:
+        if body_words < self.short_body_words and not (page.article_meta or page.has_pub_meta):
             if self.error and page.error_title:
                 return _drop("page_error", f"body_words={body_words}", text)
             if self.login and page.password_input and _LOGIN_WORDS.search(text):
