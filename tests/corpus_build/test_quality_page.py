@@ -265,3 +265,15 @@ def test_paper_has_no_page_section_and_news_can_switch_it():
     assert on_paper["enabled"] is True and on_paper["drop_score"] == 3
     rule = next(f for f in build_filters({"profile": "news", "page": {"min_teasers": 5}}) if f.name == "page")
     assert rule.min_teasers == 5
+
+
+def test_page_rule_is_configurable_from_the_shipped_config():
+    from forecast_env.config import load_config
+
+    cfg = load_config("corpus", overrides=["quality.page.min_teasers=5", "quality.profile=news"])
+    rule = next(f for f in build_filters(cfg["quality"]) if f.name == "page")
+    assert rule.min_teasers == 5 and rule.max_link_share == PROFILES["news"]["page"]["max_link_share"]
+    off = load_config("corpus", overrides=["quality.page.enabled=false"])
+    assert all(f.name != "page" for f in build_filters(off["quality"], "news"))
+    # the shipped config (all nulls) leaves paper without a page section: its resolved thresholds unchanged
+    assert "page" not in resolve_quality(load_config("corpus")["quality"], "paper")["filters"]
