@@ -4,8 +4,9 @@ The pages of public evaluation sets (the folders `bench_extract_quality.py` read
 WARC file (response records, HTTP 200, crawl time 2025-04-01, the page's URL), then `process_warc`
 runs over it under each variant, in the same process and run:
 
-- ``default``: the shipped config (trafilatura's body, the paper profile, the news profile's verdicts
-  for the funnel);
+- ``default``: the shipped config (trafilatura's body, the language gate, every profile's verdicts);
+- ``no-gate``: the shipped config without the language gate (`language.gate_max_score=null`): every
+  page's body is extracted before the language stage;
 - ``news`` / ``paper``: our own body (``body_mode=own``) with that quality profile (`quality.profile`); each also records the other
   profile's verdicts for the funnel, as a build does;
 - ``news-plain-filters``: the news profile with the filters as a plain port (each filter tokenizes
@@ -33,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = ("default", "news", "news-plain-filters", "paper", "news-one-profile", "trafilatura", "longer")
+VARIANTS = ("default", "no-gate", "news", "news-plain-filters", "paper", "news-one-profile", "trafilatura", "longer")
 
 
 def write_pages_warc(path: Path, pages) -> int:
@@ -64,12 +65,14 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
     from forecast_env.config import load_config
     from forecast_env.corpus_build import pipeline
 
-    profile = "paper" if variant in ("paper", "default") else "news"
+    profile = "paper" if variant in ("paper", "default", "no-gate") else "news"
     body_mode = variant if variant in ("trafilatura", "longer") else "own"
     # the body path through the build's own config key (a patched extract_page would be overridden by
     # the body_mode the stage passes)
     overrides = ["corpus_start=2000-01-01"]
-    if variant != "default":
+    if variant == "no-gate":
+        overrides += ["language.gate_max_score=null"]
+    elif variant != "default":
         overrides += [f"quality.profile={profile}", f"extract.body_mode={body_mode}"]
     cfg = load_config("corpus", overrides=overrides)
     from bench_quality_filters import plain_path
@@ -78,7 +81,7 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
         pipeline._WORKER.clear()
         tools = pipeline._tools(cfg)
         if variant == "news-one-profile":
-            tools["other_filters"] = {}
+            tools["filters"] = {"news": tools["filters"]["news"]}
         with plain_path() if variant == "news-plain-filters" else contextlib.nullcontext():
             t0 = time.process_time()
             articles, _dropped, counters, _errors = pipeline.process_warc(warc, cfg)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
@@ -173,7 +175,8 @@ class Extracted:
     """What stage 2 found on one page (texts normalized; candidates raw, in cascade order).
 
     `page`: the page-level signals (None from callers that build an `Extracted` themselves: the
-    quality stage's page rule then keeps the document)."""
+    quality stage's page rule then keeps the document). `gate_score`: set when the language gate
+    (`langid.LanguageGate`) found the page confidently not English; its body was then not extracted."""
 
     title: str | None
     summary: str | None
@@ -182,6 +185,7 @@ class Extracted:
     pub_candidates: list[tuple[str, str]] = field(default_factory=list)
     mod_candidates: list[tuple[str, str]] = field(default_factory=list)
     page: PageSignals | None = None
+    gate_score: float | None = None
 
 
 def normalize_text(text: str) -> str:
@@ -509,9 +513,11 @@ def strip_site_suffix(title: str | None, site_names: list[str]) -> str | None:
 
 
 def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
-                 body_mode: str = DEFAULT_BODY_MODE) -> Extracted:
+                 body_mode: str = DEFAULT_BODY_MODE, gate: Callable[[Any], float | None] | None = None) -> Extracted:
     """Parse one HTML page once and extract text fields, canonical link and timestamp candidates
-    (`body_mode`: how the body is chosen, `corpus_build.body.article_body`)."""
+    (`body_mode`: how the body is chosen, `corpus_build.body.article_body`). `gate` (e.g. a
+    `langid.LanguageGate`) sees the parse before the body: when it returns a score, the page is not
+    English and comes back without a body (`Extracted.gate_score`)."""
     tree = _parse(html)
     if tree is None:
         u = url_date(url)
@@ -620,12 +626,16 @@ def extract_page(html: str, url: str, use_trafilatura_fallback: bool = True,
         _clean_inline(description) or _clean_inline(og_description) or _clean_inline(twitter_description)
     )
 
+    pub_candidates = [(rule, v) for rule in PUB_RULES for v in pub.get(rule, ()) if v]
+    mod_candidates = [(rule, v) for rule in MOD_RULES for v in mod.get(rule, ()) if v]
+    if gate is not None:
+        score = gate(tree)
+        if score is not None:
+            return Extracted(title, summary, None, canonical, pub_candidates, mod_candidates, gate_score=score)
     page = page_signals(tree, url, og_type, jsonld, pub, title)
     body = normalize_text(article_body(tree, html, url, use_fallback=use_trafilatura_fallback,
                                              body_mode=body_mode))
 
     if not any(ch.isalnum() for ch in body):
         body = ""
-    pub_candidates = [(rule, v) for rule in PUB_RULES for v in pub.get(rule, ()) if v]
-    mod_candidates = [(rule, v) for rule in MOD_RULES for v in mod.get(rule, ()) if v]
     return Extracted(title, summary, body or None, canonical, pub_candidates, mod_candidates, page)

@@ -161,8 +161,22 @@ def _tools(cfg: dict[str, Any]) -> dict[str, Any]:
         lid = _WORKER.get("lid") or LanguageIdentifier()
         _WORKER.clear()
         qcfg = cfg.get("quality") or {}
-        _WORKER.update(key=key, lid=lid, filters={name: build_filters(qcfg, name) for name in PROFILE_NAMES})
+        _WORKER.update(key=key, lid=lid, filters={name: build_filters(qcfg, name) for name in PROFILE_NAMES},
+                       gate=language_gate(cfg, lid))
     return _WORKER
+
+
+def language_gate(cfg: dict[str, Any], lid: Any) -> Any:
+    """The configured language gate (`language.gate_max_score`; null: none), `langid.LanguageGate`."""
+    from forecast_env.corpus_build.langid import LanguageGate
+
+    max_score = (cfg.get("language") or {}).get("gate_max_score")
+    if max_score is None:
+        return None
+    try:
+        return LanguageGate(lid, float(max_score))
+    except (TypeError, ValueError) as exc:
+        raise CorpusError(f"config language.gate_max_score = {max_score!r} is not a number in [0, 1]") from exc
 
 
 #: Records per chunk of the per-file stages: language identification, the kept rows and the part's
@@ -269,12 +283,15 @@ class FileRun:
             else:
                 doc_id = make_doc_id(item.record_id, item.url, item.crawl_time)
                 try:
-                    ext = extract_page(item.html, item.url, body_mode=body_mode)
+                    ext = extract_page(item.html, item.url, body_mode=body_mode, gate=self._tools["gate"])
                     title = normalize_text(ext.title) if ext.title else None
                     summary = normalize_text(ext.summary) if ext.summary else None
                     body = normalize_text(ext.body) if ext.body else ""
                 except Exception as exc:
                     drop("extract", "parse_error", item.url, item.offset, doc_id, f"{type(exc).__name__}: {exc}"[:300])
+                    continue
+                if ext.gate_score is not None:  # confidently not English: its body was never extracted
+                    drop("lang", "not_english_page", item.url, item.offset, doc_id, f"{ext.gate_score:.3f}")
                     continue
                 if not body.strip():
                     drop("extract", "no_body", item.url, item.offset, doc_id)
@@ -306,7 +323,7 @@ class FileRun:
                 continue
             keepers: list[str] | None = None  # the profiles whose quality filters pass the record
             try:
-                verdicts = profile_verdicts(body, tools["filters"])
+                verdicts = profile_verdicts(body, tools["filters"], page=ext.page)
                 for profile, res in verdicts.items():
                     if not res.keep:
                         drop("quality", res.reason or "unknown", item.url, item.offset, doc_id, res.detail, body,

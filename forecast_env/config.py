@@ -55,6 +55,7 @@ FLEXIBLE: dict[str, dict[str, tuple[type, ...]]] = {
         "index.ann_nlist": (int, type(None)),
         "execution.workers": (int, type(None)),
         "execution.ray_address": (str, type(None)),
+        "language.gate_max_score": (float, int, type(None)),
     },
     "events": {},
     "env": {},

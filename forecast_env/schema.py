@@ -79,7 +79,7 @@ CORPUS_STAGES = ("read", "extract", "lang", "quality", "time", "dedup")
 CORPUS_REASONS: dict[str, tuple[str, ...]] = {
     "read": ("http_status", "non_html", "empty_payload", "undecodable", "no_target_uri"),
     "extract": ("no_body", "parse_error"),  # parse_error: the page raised in a later per-record stage
-    "lang": ("not_english",),
+    "lang": ("not_english", "not_english_page"),  # not_english_page: the language gate, before the body
     "quality": (
         # Gopher quality
         "gopher_short_doc", "gopher_long_doc", "gopher_mean_word_length", "gopher_symbol_ratio",

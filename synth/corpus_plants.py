@@ -135,7 +135,7 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         for code, title, paras in planted.FOREIGN:
             out.append(Doc(url="", kind="lang", title=title, summary=paras[0], paragraphs=paras,
                            t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), lang=code,
-                           expect="drop", stage="lang", reason="not_english", source="pub"))
+                           expect="drop", stage="lang", reason="not_english_page", source="pub"))
         # quality
         for reason, title, lines in planted.quality_pages(rng.choice(g.CITIES), g.person_name(rng)):
             r1 = first_quality_reason("\n".join(lines))
@@ -317,7 +317,7 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         out.append(Doc(url="", kind="charset", title=title, summary=paras[0], paragraphs=paras,
                        t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), encoding="cp1251",
                        charset="windows-1251", header_charset="windows-1251", lang="ru", expect="drop",
-                       stage="lang", reason="not_english", source="pub", decoys=False,
+                       stage="lang", reason="not_english_page", source="pub", decoys=False,
                        note="declared windows-1251 Russian"))
         title, paras = planted.NO_CHARSET_TEXT
         out.append(Doc(url="", kind="charset", title=title, summary=paras[0], paragraphs=paras,

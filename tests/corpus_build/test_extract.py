@@ -179,7 +179,7 @@ def test_against_sample_world_truth(request) -> None:
     from warcio.archiveiterator import ArchiveIterator
 
     from forecast_env.config import load_config
-    from forecast_env.corpus_build.langid import LanguageIdentifier
+    from forecast_env.corpus_build.langid import LanguageGate, LanguageIdentifier
     from forecast_env.corpus_build.leakage import screen_leakage
     from forecast_env.corpus_build.quality import apply_filters, build_filters
     from forecast_env.corpus_build.timestamps import assign_timestamps
@@ -189,6 +189,7 @@ def test_against_sample_world_truth(request) -> None:
     truth = request.getfixturevalue("micro_truth")["articles"]
     cfg = load_config("corpus")
     lid = LanguageIdentifier()
+    gate = LanguageGate(lid, cfg["language"]["gate_max_score"])
     filters = build_filters(cfg["quality"])
     mismatches: list[str] = []
     layouts: dict[str, int] = {}
@@ -208,12 +209,15 @@ def test_against_sample_world_truth(request) -> None:
                 html = decoded[0] if decoded else payload.decode("utf-8", "replace")
                 crawl = datetime.fromisoformat(rec.rec_headers.get_header("WARC-Date"))
                 lm = rec.http_headers.get_header("Last-Modified") if rec.http_headers else None
-                ext = extract_page(html, url)
+                gated = extract_page(html, url, gate=gate)  # the build's call: the gate before the body
+                ext = extract_page(html, url) if gated.gate_score is not None else gated  # every body is checked
                 ts = assign_timestamps(ext, url, lm, crawl.astimezone(UTC))
                 got: dict = {"t_rule": ts.t_rule, "t_source": ts.t_source, "day": ts.day.isoformat()}
                 stage = reason = None
                 leak = False
-                if not ext.body:
+                if gated.gate_score is not None:
+                    stage, reason = "lang", "not_english_page"
+                elif not ext.body:
                     stage, reason = "extract", "no_body"
                 elif lid.english_score(ext.body) < cfg["language"]["min_english_score"]:
                     stage, reason = "lang", "not_english"

@@ -77,7 +77,7 @@ def test_funnel_and_store(full_ws: Path) -> None:
     u = "https://news{}.example.com/{}".format
     assert set(kept) == {u(0, "m1"), u(1, "leak"), u(2, "late1"), u(0, "late2"), u(1, "may1")}
     expect = {u(1, "a1"): ("dedup", "dup_minhash"), u(2, "a2"): ("dedup", "dup_minhash"),
-              u(1, "old"): ("time", "before_corpus_start"), u(2, "fr"): ("lang", "not_english"),
+              u(1, "old"): ("time", "before_corpus_start"), u(2, "fr"): ("lang", "not_english_page"),
               u(0, "short"): ("quality", "gopher_short_doc"), u(0, "missing"): ("read", "http_status")}
     assert {k: (v["stage"], v["reason"]) for k, v in dropped.items()} == expect
     late2 = kept[u(0, "late2")]["doc_id"]

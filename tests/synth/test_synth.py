@@ -338,7 +338,7 @@ def test_article_truth_classes(truth):
         assert ("read", code) in reasons
     for code in ("dup_canonical_url", "dup_title", "dup_minhash"):
         assert ("dedup", code) in reasons
-    assert ("lang", "not_english") in reasons and ("time", "before_corpus_start") in reasons
+    assert ("lang", "not_english_page") in reasons and ("time", "before_corpus_start") in reasons
     quality = {a["reason"] for a in arts if a["stage"] == "quality"}
     assert any(r.startswith("gopher_") and "dup" not in r for r in quality)
     assert any(r.startswith("gopher_dup") for r in quality)
