@@ -252,11 +252,12 @@ class Order:
         return int(self.offsets[-1])
 
 
-def read_order(keys: Sequence[Path], exclude: Sequence[pa.Array] | None = None) -> Order:
+def read_order(keys: Sequence[Path], dropped: Sequence[Path] | None = None, profile: str | None = None) -> Order:
     """Read the order columns of every sidecar and number the articles in visibility order.
 
-    `exclude[i]`: doc ids of part i's rows the active quality profile drops (`profile_dropped_ids`):
-    they keep their row ids but get no rank, so no pair, month or dedup row sees them."""
+    `dropped[i]`, `profile`: part i's dropped table and the active quality profile; the rows that
+    profile drops (`profile_dropped_ids`, read part by part) keep their row ids but get no rank, so no
+    pair, month or dedup row sees them."""
     # file names first (one small column), so each part's order columns are slimmed as they are read
     names: set[str] = set()
     for path in keys:
@@ -266,7 +267,7 @@ def read_order(keys: Sequence[Path], exclude: Sequence[pa.Array] | None = None) 
     slim, sizes = [], []
     for i, path in enumerate(keys):
         table = pq.read_table(path, columns=list(ORDER_COLUMNS))
-        gone = exclude[i] if exclude is not None else None
+        gone = profile_dropped_ids(dropped[i], profile) if dropped is not None and profile is not None else None
         out = (pl.Series(pc.is_in(table["doc_id"], value_set=gone).to_numpy(zero_copy_only=False))
                if gone is not None and len(gone) else pl.lit(False))
         df = pl.from_arrow(table)
@@ -817,12 +818,12 @@ def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], 
 def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: Path, engine: str = "local",
                          workers: int = 1, ray_address: str | None = None, progress: bool = False,
                          rows_per_task: int = ROWS_PER_TASK,
-                         on_phase: Callable[[str], None] | None = None,
-                         exclude: Sequence[pa.Array] | None = None) -> tuple[Order, pl.DataFrame]:
+                         on_phase: Callable[[str], None] | None = None, dropped: Sequence[Path] | None = None,
+                         profile: str | None = None) -> tuple[Order, pl.DataFrame]:
     """The dedup passes over keys sidecars: (the visibility order, (rank, partner, reason) per suppressed
     article). `work` holds the ranks file the pair tasks read; `on_phase("order")` after the order;
-    `exclude`: per part, the doc ids the active quality profile drops (`read_order`)."""
-    order = read_order(keys, exclude)
+    `dropped`, `profile`: the parts' dropped tables and the active quality profile (`read_order`)."""
+    order = read_order(keys, dropped, profile)
     if on_phase:
         on_phase("order")
     work.mkdir(parents=True, exist_ok=True)
@@ -850,9 +851,8 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
 
     work = ws.corpus_dir / "merge"
     profile = active_profile(cfg.get("quality"))
-    exclude = [profile_dropped_ids(p.dropped, profile) for p in parts]
     order, hits = find_duplicate_pairs([p.keys for p in parts], dedup_cfg, work, engine, workers, ray_address,
-                                       progress, rows_per_task, phase, exclude)
+                                       progress, rows_per_task, phase, [p.dropped for p in parts], profile)
     task_workers = workers if engine == "ray" else 1
     t_pairs = time.perf_counter()
     phase("pairs")
