@@ -556,12 +556,14 @@ EST_BYTES_PER_FILE = 1.0e9
 EST_RECORDS_PER_GB = 35_000
 #: Kept articles per file: the paper's 20M over its 7,163 files (English, quality, dedup).
 KEPT_PER_FILE = PAPER_KEPT_ARTICLES / PAPER_FILES
-#: Per-WARC stages (read, extract, lang, quality, timestamps, leakage), records/s per core in CPU
-#: time on 743 real pages of six public evaluation sets in one WARC, per body path (`extract.body_mode`)
-#: (benchmarks/RESULTS.md "Issue 25", "Second session", idle 2026-12-01; trafilatura and own: the paper
-#: profile, best of 2 runs; longer: the news profile, one run). The synthetic `small` world's pages are
-#: far smaller (255/s/core there).
-EXTRACT_RECORDS_PER_CORE_S: dict[str, float] = {"trafilatura": 29.3, "own": 68.4, "longer": 25.1}
+#: Per-WARC stages (read, extract, the language gate, lang, quality, timestamps, leakage), records/s per
+#: core in CPU time on 743 real pages of six public evaluation sets in one WARC (about a quarter not
+#: English), per body path (`extract.body_mode`) (benchmarks/RESULTS.md "Issue 25", "Third session",
+#: idle 2026-12-02; trafilatura and own: the paper profile, longer: the news profile; each the lower of
+#: two best-of-2 runs or one best-of-2). A mix with more non-English pages runs faster (the gate skips
+#: their body: 109/s/core on a set 83% non-English), so these are conservative for CC-NEWS. The
+#: synthetic `small` world's pages are far smaller (255/s/core there).
+EXTRACT_RECORDS_PER_CORE_S: dict[str, float] = {"trafilatura": 33.6, "own": 68.0, "longer": 34.5}
 #: Peak memory of one corpus worker (RESULTS.md "Corpus build": largest worker 554 MB).
 WORKER_PEAK_BYTES = 554e6
 #: Embedding, int8-static ONNX (the default backend): 92.2 articles/s on 2 pinned cores
