@@ -772,9 +772,13 @@ def build_corpus(
     manifest_files = sorted(ws.articles_dir.glob("*.parquet")) + sorted(ws.dropped_dir.glob("*.parquet")) + [
         p for p in (ws.corpus_dir / "file_errors.parquet", ws.corpus_dir / "report.json", ws.corpus_dir / "report.md")
         if p.exists()]
+    # each input file's part (its dropped table holds every profile's verdicts: `corpus why` reads them)
+    parts_of: dict[str, list[str]] = {}
+    for p, c in zip(inputs, counters):
+        parts_of.setdefault(c["warc_file"], []).append(os.path.relpath(all_parts[p]["dropped"], ws.corpus_dir))
     write_manifest(ws.corpus_dir, "corpus", files=manifest_files, config=cfg, extra={
         "snapshot_id": snapshot_id, "inputs": file_ids, "failed": failed_ids, "counts": counts, "timings": timings,
-        "config_hash_snapshot": snapshot_config_hash(cfg)})
+        "config_hash_snapshot": snapshot_config_hash(cfg), "parts": dict(sorted(parts_of.items()))})
     return {
         "snapshot_id": snapshot_id,
         "counts": counts,

@@ -11,11 +11,15 @@ article's canonical link counts too. Each record comes back as one of
 - ``duplicate``: removed by dedup, with the article it duplicates (that article's URL and day);
 
 a dropped record built with `corpus build --keep-dropped-text` also shows the first characters of its
-text (`text_head`); and a URL with no record at all is ``never seen`` (the CLI exits 3 for it, so scripts can tell).
+text (`text_head`); a record that reached the quality stage shows what each other quality profile
+decides on it (read from its part, which holds every profile's verdicts: `--set quality.profile=...`
+would re-run the merge only); and a URL with no record at all is ``never seen`` (the CLI exits 3 for
+it, so scripts can tell).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +56,9 @@ class RecordStatus:
     dup_of_url: str | None = None
     dup_of_day: str | None = None
     text_head: str | None = None  # dropped: the first characters of its text (`corpus build --keep-dropped-text`)
+    #: a record that reached the quality stage: per other quality profile, None when that profile's
+    #: filters pass it, else its drop reason and detail ("gopher_alpha_words (ratio=0.592)")
+    other_profiles: dict[str, str | None] | None = None
 
 
 @dataclass
@@ -116,7 +123,41 @@ def explain_url(workspace: str | Path, url: str) -> WhyAnswer:
                 rec.dup_of_url = by_id[r["dup_of"]]["url"]
                 rec.dup_of_day = str(by_id[r["dup_of"]]["day"])
             records.append(rec)
+    _add_other_profiles(ws, records)
     return WhyAnswer(url, key, records)
+
+
+#: Stages a record has passed the quality stage to reach (a drop at one of them, or kept).
+_AFTER_QUALITY = ("time", "dedup")
+
+
+def _add_other_profiles(ws: Workspace, records: list[RecordStatus]) -> None:
+    """Fill `other_profiles` of the records that reached the quality stage, from their parts' dropped
+    tables (the build's manifest names each input's part); left None when the part is gone."""
+    from forecast_env.corpus_build.quality import PROFILE_NAMES, active_profile
+
+    try:
+        manifest = json.loads((ws.corpus_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return
+    parts: dict[str, list[str]] = manifest.get("parts") or {}
+    active = active_profile((manifest.get("config") or {}).get("quality"))
+    for rec in records:
+        reached = rec.status == "kept" or rec.stage == "quality" or rec.stage in _AFTER_QUALITY
+        paths = [ws.corpus_dir / p for p in parts.get(rec.warc_file or "", [])]
+        paths = [p for p in paths if p.is_file() and "profile" in pl.read_parquet_schema(p)]
+        if not reached or rec.doc_id is None or not paths:
+            continue
+        mine = (pl.col("doc_id") == rec.doc_id) & (pl.col("stage") == "quality")
+        by_profile = {r["profile"]: r for p in paths for r in pl.scan_parquet(p).filter(mine)
+                      .select(["profile", "reason", "detail"]).collect().iter_rows(named=True)}
+        rec.other_profiles = {}
+        for name in PROFILE_NAMES:
+            if name == active:
+                continue
+            r = by_profile.get(name)
+            rec.other_profiles[name] = None if r is None else (
+                f"{r['reason']} ({r['detail']})" if r["detail"] else str(r["reason"]))
 
 
 def render_why(answer: WhyAnswer) -> str:
@@ -139,4 +180,7 @@ def render_why(answer: WhyAnswer) -> str:
         if r.text_head:
             head = " ".join(r.text_head.split())
             lines.append(f"             text: {head}")
+        for name, verdict in (r.other_profiles or {}).items():
+            said = "passes its quality filters" if verdict is None else f"drops it at quality: {verdict}"
+            lines.append(f"             the {name} profile {said} (--set quality.profile={name}: the merge only)")
     return "\n".join(lines) + "\n"

@@ -114,3 +114,45 @@ def test_keep_dropped_text_stores_and_shows_the_head(why_ws: Path, keep_text_ws:
     assert _manifest(keep_text_ws)["snapshot_id"] == _manifest(why_ws)["snapshot_id"]
     assert {p.name for p in (keep_text_ws / "corpus" / "parts").glob("*.json")} != {
         p.name for p in (why_ws / "corpus" / "parts").glob("*.json")}
+
+
+def test_what_the_other_profile_decides(tmp_path: Path) -> None:
+    """A paper build: `why` says, per record that reached the quality stage, whether news would keep it
+    (read from the part, which holds both profiles' verdicts)."""
+    from test_quality_profiles import SCORES
+
+    warc = write_warc(tmp_path / "w.warc.gz", [
+        Page("https://news.example.com/scores", title="Premier League results and table", body=SCORES,
+             published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/short", title="Short",
+             body="The council met on Tuesday evening and approved the new budget plan for the coming year.",
+             published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/plain", title="Council approves the budget plan", body=english_body(77),
+             published="2025-04-12T09:00:00Z"),
+    ])
+    ws = tmp_path / "ws"
+    build_corpus([warc], ws, workers=1, progress=False)  # the shipped profile: paper
+    scores = explain_url(ws, "https://news.example.com/scores").records[0]
+    assert (scores.stage, scores.reason) == ("quality", "gopher_alpha_words")
+    assert scores.other_profiles == {"news": None}  # news passes it
+    assert "the news profile passes its quality filters" in render_why(explain_url(ws, "https://news.example.com/scores"))
+    short = explain_url(ws, "https://news.example.com/short").records[0]
+    assert short.reason == "gopher_short_doc" and short.other_profiles["news"].startswith("gopher_short_doc")
+    kept = explain_url(ws, "https://news.example.com/plain").records[0]
+    assert kept.status == "kept" and kept.other_profiles == {"news": None}
+    out = json.loads(_cli_json(ws, "https://news.example.com/short"))
+    assert out["records"][0]["other_profiles"]["news"].startswith("gopher_short_doc")
+    # the part gone: the store still answers, without the other profile's verdict
+    for part in (ws / "corpus" / "parts").glob("*.dropped.parquet"):
+        part.unlink()
+    assert explain_url(ws, "https://news.example.com/scores").records[0].other_profiles is None
+
+
+def _cli_json(ws: Path, url: str) -> str:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli_main(["corpus", "why", "--workspace", str(ws), url, "--json"]) == 0
+    return buf.getvalue()
