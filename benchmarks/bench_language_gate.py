@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from forecast_env.config import load_config
     from forecast_env.corpus_build.extract import _parse, extract_page, normalize_text
-    from forecast_env.corpus_build.langid import LanguageGate, LanguageIdentifier
+    from forecast_env.corpus_build.langid import LanguageGate, LanguageIdentifier, page_sample
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[], metavar="NAME=PATH")
@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     tuned = set(args.tuned.split(","))
     totals: dict[str, Counter] = {}
     lost_pages: list[str] = []
+    passed: Counter = Counter()  # the not-English pages the gate lets through, by why
     print(f"gate: sample English score < {gate.max_score} (samples of >= {gate.min_chars} characters); "
           f"English: the default body scores >= {min_score}\n")
     print("| set | split | pages | English | not English | gated | gated, not English | lost (English) "
@@ -80,6 +81,9 @@ def main(argv: list[str] | None = None) -> None:
                     lost_pages.append(f"{name}/{pg.key} (gate score {score:.3f})")
                 else:
                     c["gated_non_english"] += 1
+            elif not english:
+                passed["no body" if not body.strip() else "a sample under the minimum length"
+                       if tree is None or len(page_sample(tree)) < gate.min_chars else "a sample scoring above the gate"] += 1
         totals.setdefault(split, Counter()).update(c)
         ne = c["pages"] - c["english"]
         print(f"| {name} | {split} | {c['pages']} | {c['english']} | {ne} | {c['gated']} | "
@@ -95,6 +99,8 @@ def main(argv: list[str] | None = None) -> None:
               f"({100 * c['lost'] / max(1, c['english']):.2f}%) | {c['saved_s'] - c['gate_s']:.1f} s of "
               f"{c['body_s']:.1f} s ({100 * (c['saved_s'] - c['gate_s']) / max(1e-9, c['body_s']):.0f}%) |")
     print("\nlost pages: " + (", ".join(lost_pages) if lost_pages else "none"))
+    print("not-English pages the gate lets through (all sets): "
+          + (", ".join(f"{why} {n}" for why, n in passed.most_common()) or "none"))
 
 
 if __name__ == "__main__":

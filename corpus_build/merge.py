@@ -139,19 +139,24 @@ class PartFiles:
 # ---------------------------------------------------------------------------------------------
 
 
-def _profile_filter(path: str | Path, stage: str | None, profile: str | None) -> pc.Expression | None:
-    """The row filter of `stage` (None: every stage) and `profile` (None: every profile's rows) for a
-    part's dropped file; a dropped table without a `profile` column holds one profile's rows already."""
-    expr = None if stage is None else pc.field("stage") == stage
-    if profile is not None and "profile" in pq.read_schema(path).names:
-        mine = pc.field("profile").is_null() | (pc.field("profile") == profile)
-        expr = mine if expr is None else expr & mine
-    return expr
+def _rows_for(dropped: pa.Table, profile: str) -> pa.Table:
+    """The drop rows of a part's table that hold for `profile` (its own and the unmarked ones), in the
+    store's schema (`schema.DROPPED`); a table without a `profile` column holds one profile's rows."""
+    if "profile" in dropped.column_names:
+        marks = dropped["profile"]
+        dropped = dropped.filter(pc.fill_null(pc.or_(pc.is_null(marks), pc.equal(marks, profile)), True))
+    return conform(dropped, schema.DROPPED)
 
 
-def part_dropped(path: str | Path, stage: str | None, profile: str | None) -> pa.Table:
-    """A part's dropped rows of `stage` that hold for `profile`, in the store's schema (`schema.DROPPED`)."""
-    return conform(pq.read_table(path, filters=_profile_filter(path, stage, profile)), schema.DROPPED)
+def part_dropped(path: str | Path, stage: str, profile: str | None) -> tuple[pa.Table, dict]:
+    """A part's dropped rows of `stage` that hold for `profile` (None: every row) in the store's schema,
+    and for stage quality what the other profiles decide differently (`profile_differences`), from one
+    read of the file."""
+    raw = pq.read_table(path, filters=pc.field("stage") == stage)
+    if profile is None:
+        return conform(raw, schema.DROPPED), {}
+    differences = profile_differences(raw, profile) if stage == "quality" else {}
+    return _rows_for(raw, profile), differences
 
 
 def profile_dropped_ids(path: str | Path, profile: str) -> pa.Array:
@@ -168,12 +173,10 @@ def profile_view(articles: pa.Table, dropped: pa.Table, profile: str) -> tuple[p
     articles it keeps, and the drop rows that hold for it (`schema.PART_DROPPED` explains the marks)."""
     if "profile" not in dropped.column_names:
         return articles, dropped
-    marks = dropped["profile"]
-    mine = pc.or_(pc.is_null(marks), pc.equal(marks, profile))
-    out = pc.and_(pc.equal(dropped["stage"], "quality"), pc.fill_null(pc.equal(marks, profile), False))
+    out = pc.and_(pc.equal(dropped["stage"], "quality"), pc.fill_null(pc.equal(dropped["profile"], profile), False))
     gone = pc.unique(dropped.filter(out)["doc_id"])
     articles = articles.filter(pc.invert(pc.is_in(articles["doc_id"], value_set=gone)))
-    return articles, conform(dropped.filter(pc.fill_null(mine, True)), schema.DROPPED)
+    return articles, _rows_for(dropped, profile)
 
 
 def profile_differences(rows: pa.Table, profile: str) -> dict[str, dict[str, dict[str, int]]]:
@@ -615,13 +618,19 @@ def write_month(task: MonthTask) -> tuple[str, bool, ArticleTally, tuple[int, in
     return task.month, written, report, (st.st_size, st.st_mtime_ns)
 
 
-def dropped_table(task: DroppedTask) -> pa.Table:
-    """A dropped-stage table, sorted by (file, offset, doc id, reason)."""
-    tables = [part_dropped(path, task.stage, task.profile) for path in task.sources]
+def dropped_table(task: DroppedTask) -> tuple[pa.Table, dict[str, dict[str, dict[str, int]]]]:
+    """A dropped-stage table, sorted by (file, offset, doc id, reason), and for stage quality the other
+    profiles' differences summed over the parts."""
+    tables: list[pa.Table] = []
+    differences: dict[str, dict[str, dict[str, int]]] = {}
+    for path in task.sources:
+        table, part_differences = part_dropped(path, task.stage, task.profile)
+        tables.append(table)
+        add_differences(differences, part_differences)
     if task.extra is not None:
         tables.append(task.extra)
     ddf = pl.from_arrow(pa.concat_tables(tables) if tables else schema.DROPPED.empty_table())
-    return conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED)
+    return conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED), differences
 
 
 def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
@@ -629,8 +638,7 @@ def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
     WARC file of its own (a part is one file) and every extra row names one of them; else None."""
     files: dict[str, str] = {}
     for path in task.sources:
-        col = pq.read_table(path, columns=["warc_file"],
-                            filters=_profile_filter(path, task.stage, task.profile))["warc_file"]
+        col = pq.read_table(path, columns=["warc_file"], filters=[("stage", "==", task.stage)])["warc_file"]
         if len(col) == 0:
             continue
         uniq = pc.unique(col)
@@ -649,19 +657,6 @@ def _stream_files(task: DroppedTask) -> list[tuple[str, str | None]] | None:
     return pieces
 
 
-def _quality_differences(task: DroppedTask) -> dict[str, dict[str, dict[str, int]]]:
-    """For stage quality: what the other profiles decide differently, summed over the parts."""
-    total: dict[str, dict[str, dict[str, int]]] = {}
-    if task.stage != "quality" or task.profile is None:
-        return total
-    for path in task.sources:
-        if "profile" in pq.read_schema(path).names:
-            rows = pq.read_table(path, columns=["doc_id", "reason", "profile"],
-                                 filters=pc.field("stage") == "quality")
-            add_differences(total, profile_differences(rows, task.profile))
-    return total
-
-
 def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table, dict[str, dict[str, dict[str, int]]]]:
     """Write one dropped-stage table if its bytes changed: (stage, written, its rows counted per reason,
     `report.dropped_counts`, for the funnel, and for stage quality the other profiles' differences,
@@ -669,11 +664,11 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table, dict[str, dic
     table is written file by file, one part's rows and one row group in memory at a time; otherwise it
     is sorted whole (`dropped_table`)."""
     out = Path(task.out)
-    differences = _quality_differences(task)
     pieces = _stream_files(task)
     if pieces is None:
-        table = dropped_table(task)
+        table, differences = dropped_table(task)
         return task.stage, write_if_changed(out, table), dropped_counts(table), differences
+    differences = {}
     extra: dict[Any, pl.DataFrame] = {}
     if task.extra is not None and task.extra.num_rows:
         extra = pl.DataFrame(pl.from_arrow(task.extra)).partition_by("warc_file", as_dict=True)
@@ -682,7 +677,9 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table, dict[str, dic
         for name, path in pieces:
             tables = []
             if path is not None:
-                tables.append(part_dropped(path, task.stage, task.profile))
+                table, part_differences = part_dropped(path, task.stage, task.profile)
+                tables.append(table)
+                add_differences(differences, part_differences)
             if (name,) in extra:
                 tables.append(extra.pop((name,)).to_arrow().cast(schema.DROPPED))
             piece = pa.concat_tables(tables)
