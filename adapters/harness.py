@@ -112,7 +112,8 @@ class ScriptedPlayer:
     def next_call(self, obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The next (tool, arguments) given the latest observation."""
         rng = self.rng
-        result = obs.get("tool_result") if isinstance(obs.get("tool_result"), Mapping) else {}
+        raw = obs.get("tool_result")
+        result: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         if isinstance(result.get("hits"), list):
             self.hits = [h["doc_id"] for h in result["hits"] if isinstance(h, Mapping) and "doc_id" in h]
         phase, self.phase = self.phase, (self.phase + 1) % 4

@@ -109,7 +109,7 @@ class HarnessSession:
         self._episode_started = time.perf_counter()
         self._finished: list[str] = []
         self._closed = False
-        self._obs = self._start(self.units[0])
+        self._obs: str | None = self._start(self.units[0])  # None: every episode is played
         self._warm_up()
 
     # -- the protocol ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ network: the harness's MCP client configuration runs `python3 mcp_relay.py /run/
 
 from __future__ import annotations
 
+import io
 import socket
 import sys
 import threading
@@ -21,9 +22,13 @@ def relay(path: str) -> int:
         print(f"mcp_relay: cannot connect to {path}: {exc}", file=sys.stderr)
         return 2
 
+    stdin = sys.stdin.buffer
+    # read1: what is there now (a message must not wait for 64 KiB more); a raw stream reads so by itself
+    read = stdin.read1 if isinstance(stdin, io.BufferedIOBase) else stdin.read
+
     def upstream() -> None:
         try:
-            while chunk := sys.stdin.buffer.read1(65536):
+            while chunk := read(65536):
                 sock.sendall(chunk)
         except OSError:
             pass

@@ -246,7 +246,14 @@ class _Connection:
         self.closed = False
         self.env: ForecastOpenEnv | None = None  # attached by the environment factory
         self.gone = asyncio.Event()  # set when the gate closes it (idle)
-        self.done = asyncio.Event()  # set when OpenEnv's handler returned (its slot is free)
+
+    def answered(self, now: float) -> None:
+        """Its message is answered (or needs no answer): idle from `now` on, its lock free for a reap. Called in
+        the server's loop."""
+        if self.busy:
+            self.last_active = now
+            self.busy = False
+            self.lock.release()
 
 
 #: The connection whose handler is running (read by the environment factory, in the handler's own task).
@@ -256,14 +263,20 @@ _CONNECTION: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar
 
 class _IdleGate:
     """ASGI middleware: closes OpenEnv sessions whose client sent nothing for `idle.seconds` (openenv-core
-    0.2.1 never applies its own `session_timeout`). A reaped session's episode is recorded incomplete and its
-    WebSocket closed, so OpenEnv's handler ends and frees its slot. Reaping runs before every new connection
+    0.2.1 never applies its own `session_timeout`). A reaped session's episode is recorded incomplete, its
+    OpenEnv slot freed by the reap itself and its WebSocket closed. Reaping runs before every new connection
     is admitted (so a newcomer finds the slots of idle clients free) and every `seconds / 4` (at most 30 s) in
-    the server's loop; `reap_idle()` does it from any thread."""
+    the server's loop; `reap_idle()` does it from any thread.
 
-    def __init__(self, app: Callable, idle: IdleTimeout) -> None:
+    Two orderings make this deterministic (tests/adapters/test_sessions_load.py holds both with a handler made
+    to lag): a connection is idle from the moment its reply is handed to the socket (not from its handler's next
+    receive, which a loaded loop may reach after the client has moved on), and the slot is freed in the reap
+    (not when the reaped handler's task next runs), so the admission after a reap always finds it free."""
+
+    def __init__(self, app: Callable, idle: IdleTimeout, server: HTTPEnvServer | None = None) -> None:
         self.app = app
         self.idle = idle
+        self.server = server  # OpenEnv's server, whose slot of a reaped session the reap frees
         self._conns: dict[int, _Connection] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -299,27 +312,33 @@ class _IdleGate:
             self._conns[key] = conn
         token = _CONNECTION.set(conn)
         try:
-            await self.app(scope, self._receiver(conn, receive), send)
+            await self.app(scope, self._receiver(conn, receive), self._sender(conn, send))
         finally:
             _CONNECTION.reset(token)
             with self._lock:
                 self._conns.pop(key, None)
-            if conn.busy:
-                conn.busy = False
-                conn.lock.release()
+            conn.answered(conn.last_active)
             conn.closed = True
-            conn.done.set()
+
+    def _sender(self, conn: _Connection, send: Callable) -> Callable:
+        """`send`, marking the connection answered (idle from now, reapable) before its reply goes out: once the
+        client has the reply, the server counts it idle from then, however late its handler gets back to
+        `receive`."""
+
+        async def wrapped(message: dict) -> None:
+            if message.get("type") == "websocket.send":
+                conn.answered(self.idle.clock())
+            await send(message)
+
+        return wrapped
 
     def _receiver(self, conn: _Connection, receive: Callable) -> Callable:
-        """`receive`, marking the connection busy from a message's arrival until its answer is sent (the next
-        receive), and answering a disconnect once the gate closed it."""
+        """`receive`, marking the connection busy from a message's arrival until its answer is sent (`_sender`;
+        the next receive, for a message without an answer), and answering a disconnect once the gate closed it."""
         disconnect = {"type": "websocket.disconnect", "code": 1001, "reason": "idle timeout"}
 
         async def wrapped() -> dict:
-            if conn.busy:  # the last message is answered
-                conn.last_active = self.idle.clock()
-                conn.busy = False
-                conn.lock.release()
+            conn.answered(self.idle.clock())  # a message that got no reply (the reply's send marks it otherwise)
             if conn.gone.is_set() or conn.closed:
                 return disconnect
             got = asyncio.ensure_future(receive())
@@ -343,8 +362,8 @@ class _IdleGate:
         return wrapped
 
     async def _reap(self) -> int:
-        """Reap the idle connections (in a worker thread: recording their parts writes files) and wait for
-        OpenEnv's handlers of them to end (their slots free)."""
+        """Reap the idle connections (in a worker thread: recording their parts writes files), free their OpenEnv
+        slots, and tell their handlers to end (which closes their sockets)."""
         if self._reaping is None:
             self._reaping = asyncio.Lock()
         async with self._reaping:  # one reap at a time: a newcomer waits for the slots a running reap frees
@@ -353,13 +372,23 @@ class _IdleGate:
                     return 0
             reaped = await asyncio.to_thread(self._reap_now)
             for _key, conn in reaped:
-                conn.gone.set()
-            for _key, conn in reaped:
-                try:
-                    await asyncio.wait_for(conn.done.wait(), timeout=30)
-                except TimeoutError:
-                    log.warning("an idle OpenEnv session did not end within 30 s of its close")
+                conn.gone.set()  # its handler's next receive is a disconnect: it ends and closes the socket
+                await self._free_slot(conn)
             return len(reaped)
+
+    async def _free_slot(self, conn: _Connection) -> None:
+        """Free a reaped connection's OpenEnv slot now, in the reap, rather than when its handler's task next
+        runs (a loaded loop may run it after the next admission; a send to a client that stopped reading may
+        hold it for long): the admission after a reap finds the slot free. openenv-core 0.2.1's session table
+        (`_sessions`, `_destroy_session`, pinned in constraints.txt); the handler's own destroy then finds
+        nothing to do."""
+        server = self.server
+        if server is None or conn.env is None:
+            return  # no session was created for it (or no OpenEnv server known): its handler frees nothing
+        for session_id, env in list(server._sessions.items()):
+            if env is conn.env:
+                await server._destroy_session(session_id)  # closes the env: its episode is recorded already
+                return
 
     def _reap_now(self) -> list[tuple[int, _Connection]]:
         why = self.idle.why("message")
@@ -439,10 +468,21 @@ def make_app(workspace: str | Path, *, split: str = "eval", token: str | None = 
     app = FastAPI(title="forecast-env (OpenEnv)", version=_version())
     server.register_routes(app)
     app.state.openenv_server = server
-    gate = _IdleGate(app, idle)
+    gate = _IdleGate(app, idle, server)
     app.state.idle_gate = gate
     token = token or secrets.token_urlsafe(24)
     return _TokenGate(gate, token), trun, token
+
+
+def _find_idle_gate(app: Any) -> _IdleGate | None:
+    """The idle gate inside `app`'s chain of ASGI middlewares (each holding the next as `.app`), if any."""
+    for _ in range(16):
+        if isinstance(app, _IdleGate):
+            return app
+        app = getattr(app, "app", None)
+        if app is None:
+            break
+    return None
 
 
 class OpenEnvServer:
@@ -453,7 +493,7 @@ class OpenEnvServer:
 
         self.run = trun
         self.token = token
-        self.idle_gate: _IdleGate | None = getattr(app, "app", None)
+        self.idle_gate = _find_idle_gate(app)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio",
                                 lifespan="off")
         self._server = uvicorn.Server(config)

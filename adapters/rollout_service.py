@@ -203,8 +203,7 @@ class EnvironmentService:
         self._closed = False
         self._httpd = _Server(("127.0.0.1", 0), self._handler())
         threading.Thread(target=self._httpd.serve_forever, name="forecast-env-verifiers", daemon=True).start()
-        host, port = self._httpd.server_address[:2]
-        self.url = f"http://{host}:{port}"
+        self.url = f"http://127.0.0.1:{self._httpd.server_port}"
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -254,7 +253,7 @@ class EnvironmentService:
         with self._lock:
             return len(self._sessions)
 
-    def call(self, sid: str, tool: Any, arguments: Any, request_id: Any = None) -> dict[str, Any]:
+    def call(self, sid: Any, tool: Any, arguments: Any, request_id: Any = None) -> dict[str, Any]:
         """Play one tool call: `{"text", "is_error", "finished"}`; errors are replies, never exceptions.
 
         `request_id` (optional, a string or integer): a retry of an answered request of this session gets

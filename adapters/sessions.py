@@ -217,7 +217,7 @@ class TrainingRun:
             raise
         with self._lock:
             self._open += 1
-        return UnitSession(self, env, event_id, None if self.unit == "event" else int(step), rollout)
+        return UnitSession(self, env, event_id, None if self.unit == "event" or step is None else int(step), rollout)
 
     def close(self) -> dict[str, Any]:
         """Consolidate the run's tables and mark it complete (every part complete) or incomplete; close the

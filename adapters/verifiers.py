@@ -90,9 +90,22 @@ def _env_tool_specs() -> dict[str, dict[str, Any]]:
 _SPECS = _env_tool_specs()
 
 
-def _arg(tool: str, name: str) -> Any:
-    """An argument the tool server passes through untouched, advertised with the environment's schema."""
-    return Annotated[Any, WithJsonSchema(_SPECS[tool]["parameters"]["properties"][name])]
+def _schema(tool: str, name: str) -> WithJsonSchema:
+    """The environment's JSON schema of one tool argument, as the tool server advertises it."""
+    return WithJsonSchema(_SPECS[tool]["parameters"]["properties"][name])
+
+
+# The tools' arguments: passed through untouched, advertised with the environment's schemas.
+SearchQuery = Annotated[Any, _schema("search", "query")]
+SearchK = Annotated[Any, _schema("search", "k")]
+SearchMode = Annotated[Any, _schema("search", "mode")]
+DocId = Annotated[Any, _schema("open_article", "doc_id")]
+Claim = Annotated[Any, _schema("notebook_add", "claim")]
+DateObserved = Annotated[Any, _schema("notebook_add", "date_observed")]
+DocIds = Annotated[Any, _schema("notebook_add", "doc_ids")]
+EntryId = Annotated[Any, _schema("notebook_supersede", "entry_id")]
+Reason = Annotated[Any, _schema("notebook_supersede", "reason")]
+Probabilities = Annotated[Any, _schema("forecast", "probabilities")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,33 +173,33 @@ class ForecastToolset(vf.Toolset[vf.SharedToolsetConfig, ForecastState]):
         return await self._call("observe", {})
 
     @vf.tool
-    async def search(self, query: _arg("search", "query"), k: _arg("search", "k") = None,
-                     mode: _arg("search", "mode") = None) -> str:
+    async def search(self, query: SearchQuery, k: SearchK = None,
+                     mode: SearchMode = None) -> str:
         """Search the news corpus. Only articles published on or before the current forecast date are
         searched. Returns ranked hits (doc_id, day, title, url, summary)."""
         return await self._call("search", self._given(query=query, k=k, mode=mode))
 
     @vf.tool
-    async def open_article(self, doc_id: _arg("open_article", "doc_id")) -> str:
+    async def open_article(self, doc_id: DocId) -> str:
         """Read one article (a doc_id from search hits) published on or before the forecast date."""
         return await self._call("open_article", {"doc_id": doc_id})
 
     @vf.tool
-    async def notebook_add(self, claim: _arg("notebook_add", "claim"),
-                           date_observed: _arg("notebook_add", "date_observed"),
-                           doc_ids: _arg("notebook_add", "doc_ids")) -> str:
+    async def notebook_add(self, claim: Claim,
+                           date_observed: DateObserved,
+                           doc_ids: DocIds) -> str:
         """Record one piece of evidence in the notebook: a short factual claim, the ISO date of the article it
         comes from, and the articles' doc_ids."""
         return await self._call("notebook_add", {"claim": claim, "date_observed": date_observed, "doc_ids": doc_ids})
 
     @vf.tool
-    async def notebook_supersede(self, entry_id: _arg("notebook_supersede", "entry_id"),
-                                 reason: _arg("notebook_supersede", "reason")) -> str:
+    async def notebook_supersede(self, entry_id: EntryId,
+                                 reason: Reason) -> str:
         """Mark an earlier notebook entry as outdated, with the reason."""
         return await self._call("notebook_supersede", {"entry_id": entry_id, "reason": reason})
 
     @vf.tool
-    async def forecast(self, probabilities: _arg("forecast", "probabilities")) -> str:
+    async def forecast(self, probabilities: Probabilities) -> str:
         """Report the forecast for the current date: a probability for every offered option (a mapping from
         option label to probability, or a list aligned with the options). It ends the date."""
         return await self._call("forecast", {"probabilities": probabilities})

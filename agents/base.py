@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from forecast_env.crashpoints import crash_point
 from forecast_env.errors import EndpointError, ForecastEnvError
 
 #: The keys of an observation (docs/design.md §5).
@@ -83,11 +84,11 @@ def uniform_probabilities(options: list[str]) -> dict[str, float]:
 # registry
 # ---------------------------------------------------------------------------------------------
 
-def _skip(env: Any, reason: str) -> tuple[Any, float, bool, bool, dict] | None:
-    """Mark the current date missing; returns the env's next transition when it gives one."""
+def _skip(env: Any, reason: str) -> tuple[Any, float, bool, bool, dict]:
+    """Mark the current date missing; returns the env's next transition (an error when it gives none)."""
     out = env.unwrapped.skip_date(reason)
     if isinstance(out, tuple) and len(out) == 5:
-        return out  # type: ignore[return-value]
+        return out
     if isinstance(out, tuple) and len(out) == 2:
         obs, info = out
         return obs, 0.0, bool(info.get("terminated", False)), False, info
@@ -151,6 +152,7 @@ def run_episode(env: Any, agent: Any, seed: int | None = None, event_id: str | N
             ep.apply(failure=exc)
         else:
             ep.apply(action)
+        crash_point("run.step")
     return ep.summary()
 
 

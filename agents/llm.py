@@ -259,9 +259,10 @@ class LLMAgent:
         calls = [c for c in (msg.get("tool_calls") or []) if isinstance(c, Mapping)]
         record: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
-            fixed = []
+            fixed: list[dict[str, Any]] = []
             for c in calls:
-                fn = c.get("function") if isinstance(c.get("function"), Mapping) else {}
+                raw_fn = c.get("function")
+                fn: Mapping[str, Any] = raw_fn if isinstance(raw_fn, Mapping) else {}
                 call_id = str(c.get("id") or f"call_{uuid.uuid4().hex[:12]}")
                 raw_args = fn.get("arguments")
                 fixed.append({"id": call_id, "type": "function",

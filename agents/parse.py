@@ -185,11 +185,11 @@ def _from_prose(text: str, options: Sequence[str]) -> dict[str, float] | None:
         stop = mentions[idx + 1][0] if idx + 1 < len(mentions) else len(clean)
         window = clean[end: min(stop, end + 60)]
         window = window.split("\n", 1)[0] if window.strip() else window
-        m = _NUM_RE.search(window)
-        if not m:
+        num = _NUM_RE.search(window)
+        if not num:
             continue
-        v = float(m.group(1))
-        found[opt] = v / 100.0 if m.group(2) else v
+        v = float(num.group(1))
+        found[opt] = v / 100.0 if num.group(2) else v
     return found or None
 
 

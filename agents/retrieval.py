@@ -383,7 +383,7 @@ class RetrievalAgent:
             days = [parse_day(self.docs[d].get("day")) for d in new_reads]
             newest = max(d for d in days if d is not None)
             titles = "; ".join(str(self.docs[d].get("title") or d) for d in new_reads)
-            lean = max(probs, key=probs.get) if probs else ""
+            lean = max(probs, key=lambda o: probs[o]) if probs else ""
             claim = f"{READ_MARK}{titles}{LEAN_MARK}{lean!r} ({probs.get(lean, 0):.2f})."
             calls += 1
             obs = yield {"tool": "notebook_add",

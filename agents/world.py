@@ -28,6 +28,8 @@ class QuestionAgent(Protocol):
 
     def question_plan(self, view: dict[str, Any]) -> Plan: ...
 
+    def reset(self, *, seed: int | None = None) -> None: ...
+
 
 class WorldPlayer:
     """Plays `ForecastWorldEnv` with a `QuestionAgent` (see the module docstring)."""

@@ -17,6 +17,19 @@ depends on what else runs, compare backends by that column (with `--threads 1` i
 more threads it includes the threads' spin-waiting). `batch max diff` is the largest difference
 between a text's vector embedded alone and inside the benchmark's batches (first 32 texts): 0 or a
 few float bits for a backend whose vectors depend only on their own text.
+
+**Paths against today's default (issue 30)**: `--paths` runs instead the shipped embedding config
+(`default`, as `corpus.yaml` sets it) and each variant (`;`-separated `embed` keys over it, e.g.
+`max_seq_length=128` or `batch_size=1`) in one run, taking turns per round, and reports per path the
+CPU ms per article and articles/s per core (process CPU time: with `--threads 1` under `taskset -c 0`
+exact, and what a build's per-core planning needs; the median round, and in brackets the best round,
+the one least disturbed by other work on a shared machine), and dense recall@10 (BEIR's capped recall,
+exact search) on a BEIR-format set (`--beir`, default the SciFact subset in tests/fixtures) and, with
+`--world`/`--quality-workspace`, on a sample world (bench_quality.py's judgments: each kept event's
+question as of two dates, the articles written about it visible by then):
+
+    taskset -c 0 .venv/bin/python benchmarks/bench_embed.py --threads 1 --rounds 3 \
+        --paths 'default,max_seq_length=192,max_seq_length=128' --world small_world --quality-workspace small_ws
 """
 
 from __future__ import annotations
@@ -98,6 +111,134 @@ class BaselineEncoder:
     encode_queries = encode_documents
 
 
+BEIR_FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "beir_scifact_long"
+
+
+def beir_set(folder: Path) -> tuple[list[str], list[str], list[tuple[str, set[str]]]]:
+    """(doc ids, doc texts, [(query, relevant doc ids)]) of a BEIR-format folder (corpus.jsonl[.gz],
+    queries.jsonl[.gz], qrels.tsv or qrels/test.tsv; relevant: score > 0; queries without one skipped)."""
+    import gzip
+
+    def lines(stem: str) -> list[dict]:
+        path = folder / f"{stem}.jsonl.gz"
+        data = gzip.decompress(path.read_bytes()) if path.exists() else (folder / f"{stem}.jsonl").read_bytes()
+        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+    qrels_path = folder / "qrels.tsv" if (folder / "qrels.tsv").exists() else folder / "qrels" / "test.tsv"
+    rel: dict[str, set[str]] = {}
+    for line in qrels_path.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] != "query-id" and float(parts[2]) > 0:
+            rel.setdefault(parts[0], set()).add(parts[1])
+    docs = lines("corpus")
+    texts = ["\n".join(p for p in (d.get("title"), d.get("text")) if p) for d in docs]
+    judged = [(q["text"], rel[str(q["_id"])]) for q in lines("queries") if str(q["_id"]) in rel]
+    return [str(d["_id"]) for d in docs], texts, judged
+
+
+def recall_at_k(hits: list[str], rel: set[str], k: int = 10) -> float:
+    """BEIR's capped recall: relevant among the top k over min(k, |relevant|)."""
+    return len(set(hits[:k]) & rel) / min(k, len(rel))
+
+
+def dense_recall(docs: np.ndarray, ids: list[str], qvecs: np.ndarray, judged: list, k: int = 10,
+                 visible: list[np.ndarray] | None = None) -> float:
+    """Mean recall@k of exact dense search (inner product), each query over its `visible` rows (default all)."""
+    out = []
+    for i, (_, rel) in enumerate(judged[: len(qvecs)]):
+        scores = docs @ qvecs[i]
+        if visible is not None:
+            scores = np.where(visible[i], scores, -np.inf)
+        top = np.argsort(-scores, kind="stable")[:k]
+        out.append(recall_at_k([ids[j] for j in top], rel, k))
+    return float(np.mean(out))
+
+
+def world_set(world: Path, workspace: Path) -> tuple[list[str], list[str], list, list[np.ndarray]]:
+    """(doc ids, texts, [(query, relevant)], per-query visible-row masks) of a sample world's store."""
+    import sys
+
+    import polars as pl
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_quality import judgments, store_texts
+
+    judged = judgments(workspace, json.loads((world / "truth.json").read_text()))
+    store = pl.read_parquet(sorted((workspace / "corpus" / "articles").glob("*.parquet")), columns=["doc_id", "day"])
+    days = store["day"].to_numpy().astype("datetime64[D]")
+    visible = [days <= np.datetime64(as_of) for _, as_of, _ in judged]
+    return store["doc_id"].to_list(), store_texts(workspace), [(q, rel) for q, _, rel in judged], visible
+
+
+def compare_paths(args: argparse.Namespace, threads: int) -> None:
+    """Today's default embedding config against variants: CPU time per article and dense recall@10."""
+    from forecast_env.config import load_config
+    from forecast_env.retrieval.dense import Embedder
+
+    base = dict(load_config("corpus")["embed"])
+    paths: dict[str, dict] = {}
+    for spec in args.paths.split(","):
+        cfg = dict(base)
+        for item in filter(None, (spec.split(";") if spec != "default" else [])):
+            key, _, value = item.partition("=")
+            try:
+                cfg[key.strip()] = json.loads(value)
+            except json.JSONDecodeError:
+                cfg[key.strip()] = value  # a bare string such as int8-static
+        paths[spec] = cfg | {"query_cache_size": 0}
+    sets: dict[str, tuple] = {}
+    if args.beir and str(args.beir) != "none":
+        ids, texts, judged = beir_set(args.beir)
+        sets[f"beir:{args.beir.name}"] = (ids, texts, judged, None)
+    if args.world:
+        sets[f"world:{args.world.name}"] = world_set(args.world, args.quality_workspace)
+    if args.texts:
+        timed = json.loads(args.texts.read_text())[: args.n or None]
+    elif args.workspace:
+        timed = workspace_texts(args.workspace, args.n)
+    else:
+        timed = next(iter(sets.values()))[1][: args.n] if sets else generated_texts(args.n)
+    print(f"threads {threads}; timed: {len(timed)} texts of {np.mean([len(t) for t in timed]):.0f} characters; "
+          f"base config {json.dumps({k: base.get(k) for k in ('backend', 'quantize', 'max_seq_length', 'batch_size')})}")
+    embs = {name: Embedder.from_config(cfg) for name, cfg in paths.items()}
+    for emb in embs.values():
+        emb.encode_documents(timed[:4])
+    cpu: dict[str, list[float]] = {n: [] for n in embs}
+    wall: dict[str, list[float]] = {n: [] for n in embs}
+    for _ in range(max(1, args.rounds)):
+        for name, emb in embs.items():
+            _, w, c = embed_round(emb, timed)
+            cpu[name].append(c)
+            wall[name].append(w)
+    results: dict[str, dict] = {}
+    for name, emb in embs.items():
+        c = float(np.median(cpu[name])) / len(timed)
+        best = min(cpu[name]) / len(timed)  # the round least disturbed by other work on a shared machine
+        row: dict = {"cpu_ms_per_article": round(c * 1000, 2), "articles_per_core_s": round(1 / c, 1),
+                     "articles_per_core_s_best": round(1 / best, 1),
+                     "articles_per_s_wall": round(len(timed) / float(np.median(wall[name])), 1),
+                     "cpu_rounds_s": [round(x, 2) for x in cpu[name]]}
+        for label, (ids, texts, judged, visible) in sets.items():
+            docs = emb.encode_documents(texts)
+            qvecs = emb.encode_queries([q for q, _ in judged])
+            row[f"recall@10 {label}"] = round(dense_recall(docs, ids, qvecs, judged, 10, visible), 4)
+            print(f"  {name}: {label} dense recall@10 {row[f'recall@10 {label}']:.4f} ({len(judged)} queries)",
+                  flush=True)
+        results[name] = row
+    first = next(iter(results.values()))
+    labels = [f"recall@10 {label}" for label in sets]
+    print("\n| path | CPU ms/article | articles/s/core (best round) | x default (CPU) | articles/s (wall) |"
+          + "".join(f" {lab} (vs default) |" for lab in labels) + "\n|---|---:|---:|---:|---:|" + "---:|" * len(labels))
+    for name, r in results.items():
+        rec = "".join(f" {r[lab]:.4f} ({r[lab] - first[lab]:+.4f}) |" for lab in labels)
+        print(f"| {name} | {r['cpu_ms_per_article']:.2f} | {r['articles_per_core_s']:.1f} "
+              f"({r['articles_per_core_s_best']:.1f}) | "
+              f"{first['cpu_ms_per_article'] / r['cpu_ms_per_article']:.2f} | {r['articles_per_s_wall']:.1f} |{rec}")
+    if args.json:
+        args.json.write_text(json.dumps({"threads": threads, "n": len(timed), "rounds": args.rounds,
+                                         "paths": paths, "results": results}, indent=1, default=str))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", type=Path, default=None, help="take texts from this workspace's article store")
@@ -116,9 +257,20 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, default=None,
                     help="write each backend's vectors (all texts, and --queries) to DIR/<backend>.npz")
     ap.add_argument("--queries", type=Path, default=None, help="JSON list of queries embedded for --dump")
+    ap.add_argument("--paths", default=None,
+                    help="compare today's default embed config ('default') with variants ('key=value;...'), "
+                         "comma-separated: CPU time per article and dense recall@10 (see the module docstring)")
+    ap.add_argument("--beir", type=Path, default=BEIR_FIXTURE, help="a BEIR-format folder for --paths ('none': skip)")
+    ap.add_argument("--world", type=Path, default=None, help="a sample world (truth.json) for --paths' recall")
+    ap.add_argument("--quality-workspace", type=Path, default=None, help="its built workspace (corpus store)")
     args = ap.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["OMP_NUM_THREADS"] = str(threads)
+    if args.paths:
+        if args.world and not args.quality_workspace:
+            raise SystemExit("--world needs --quality-workspace (the workspace whose store was built from it)")
+        compare_paths(args, threads)
+        return
     from forecast_env.retrieval.dense import Embedder
 
     if args.texts:

@@ -18,7 +18,7 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import numpy as np
@@ -340,7 +340,8 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
     `cfg` is the `dedup` section of the corpus config. The out-of-core merge
     (`corpus_build/merge.py`) runs the same stage functions over keys computed per part.
     """
-    df = articles if isinstance(articles, pl.DataFrame) else pl.from_arrow(articles)
+    # a pyarrow table gives a DataFrame (pyarrow is untyped here, so polars' overloads cannot tell)
+    df = articles if isinstance(articles, pl.DataFrame) else cast(pl.DataFrame, pl.from_arrow(articles))
     empty = pl.DataFrame(schema={"doc_id": pl.Utf8, "reason": pl.Utf8, "dup_of": pl.Utf8})
     if df.height == 0:
         return empty

@@ -258,7 +258,8 @@ def _load_jsonld(raw: str):
     except ValueError:
         pass
     # Several objects concatenated in one <script>.
-    objs, dec, i = [], json.JSONDecoder(strict=False), 0
+    objs: list[Any] = []
+    dec, i = json.JSONDecoder(strict=False), 0
     while True:
         while i < len(raw) and raw[i] in " \t\r\n,":
             i += 1
@@ -410,7 +411,7 @@ def _visible_words(root) -> tuple[int, int, int, int, bool]:
     under root, in one walk of the tree."""
     total = link = n_article = n_link_head = 0
     password = False
-    stack: list[tuple[object, bool]] = [(root, False)]
+    stack: list[tuple[Any, bool]] = [(root, False)]  # lxml elements (lxml ships no type stubs)
     heading_stack: list = []
     while stack:
         el, in_link = stack.pop()

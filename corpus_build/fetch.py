@@ -24,7 +24,7 @@ from typing import Any
 from forecast_env.corpus_build.source import Source, SourceSpec, listing_url, month_listing, parse_months
 from forecast_env.corpus_build.stream import HttpSettings, Limiter, RemoteStream
 from forecast_env.errors import CorpusError
-from forecast_env.store import atomic_write_bytes, atomic_write_json
+from forecast_env.store import atomic_write_bytes, atomic_write_json, remove_temporaries
 
 MANIFEST = "manifest.json"
 
@@ -57,6 +57,10 @@ def write_listings(out_dir: Path, spec: SourceSpec, settings: HttpSettings, base
         atomic_write_bytes(dest, gzip.compress("".join(f"{p}\n" for p in paths).encode(), mtime=0))
 
 
+class _Stopped(Exception):
+    """Raised inside a download when the fetch was interrupted (its stream keeps the part for a resume)."""
+
+
 def fetch_files(sources: Sequence[Source], out_dir: str | Path, config: dict[str, Any] | None = None,
                 workers: int = 2, progress: bool = True, sleep=None, client=None) -> dict[str, Any]:
     """Download `sources` (remote ones) into `out_dir`; returns {fetched, skipped, failed, bytes, seconds}."""
@@ -66,6 +70,7 @@ def fetch_files(sources: Sequence[Source], out_dir: str | Path, config: dict[str
     out.mkdir(parents=True, exist_ok=True)
     settings = HttpSettings.from_config(config)
     limiter = Limiter(settings.max_connections, settings.requests_per_second, settings.min_requests_per_second)
+    remove_temporaries(out)  # a killed fetch's listings and manifest writes in flight
     manifest = read_manifest(out)
     lock = threading.Lock()
     todo, skipped = [], 0
@@ -79,11 +84,15 @@ def fetch_files(sources: Sequence[Source], out_dir: str | Path, config: dict[str
         else:
             todo.append(s)
     t0 = time.perf_counter()
-    state = {"bytes": 0, "known": 0, "sizes": []}
+    state: dict[str, Any] = {"bytes": 0, "known": 0, "sizes": []}
     bar = tqdm(total=None, unit="B", unit_scale=True, unit_divisor=1024, desc=f"fetch {len(todo)} files",
                disable=not progress)
 
+    stop = threading.Event()  # set on Ctrl-C / SIGTERM: each download stops at its next chunk
+
     def on_bytes(n: int) -> None:
+        if stop.is_set():  # the stream keeps its .part and what the server said, for a Range resume
+            raise _Stopped(f"{n} bytes into a chunk")
         with lock:
             state["bytes"] += n
             bar.update(n)
@@ -109,28 +118,34 @@ def fetch_files(sources: Sequence[Source], out_dir: str | Path, config: dict[str
     try:
         with ThreadPoolExecutor(max_workers=max(1, int(workers))) as pool:
             futures = [pool.submit(one, s) for s in todo]
-            for fut in as_completed(futures):
-                s, ident, error = fut.result()
-                with lock:
-                    if ident is not None:
-                        fetched += 1
-                        state["sizes"].append(ident["size"])
-                        manifest["files"][s.identity] = {"path": str(target_path(out, s).relative_to(out)),
-                                                         "size": ident["size"], "sha256": ident["sha256"],
-                                                         "etag": ident["etag"], "url": s.uri}
-                        manifest["failed"].pop(s.identity, None)
-                    else:
-                        failed[s.identity] = error
-                        manifest["failed"][s.identity] = {"url": s.uri, "error": error}
-                    atomic_write_json(out / MANIFEST, manifest)
-                    done = fetched + len(failed)
-                    left = len(todo) - done
-                    mean = sum(state["sizes"]) / len(state["sizes"]) if state["sizes"] else 0
-                    dt = max(time.perf_counter() - t0, 1e-9)
-                    rate = state["bytes"] / dt
-                    eta = (left * mean / rate) if rate and mean else None
-                    bar.set_postfix_str(f"{done}/{len(todo)} files" + (f", ETA {eta / 60:.1f} min" if eta else "")
-                                        + (f", {len(failed)} failed" if failed else ""))
+            try:
+                for fut in as_completed(futures):
+                    s, ident, error = fut.result()
+                    with lock:
+                        if ident is not None:
+                            fetched += 1
+                            state["sizes"].append(ident["size"])
+                            manifest["files"][s.identity] = {"path": str(target_path(out, s).relative_to(out)),
+                                                             "size": ident["size"], "sha256": ident["sha256"],
+                                                             "etag": ident["etag"], "url": s.uri}
+                            manifest["failed"].pop(s.identity, None)
+                        else:
+                            failed[s.identity] = error
+                            manifest["failed"][s.identity] = {"url": s.uri, "error": error}
+                        atomic_write_json(out / MANIFEST, manifest)
+                        done = fetched + len(failed)
+                        left = len(todo) - done
+                        mean = sum(state["sizes"]) / len(state["sizes"]) if state["sizes"] else 0
+                        dt = max(time.perf_counter() - t0, 1e-9)
+                        rate = state["bytes"] / dt
+                        eta = (left * mean / rate) if rate and mean else None
+                        bar.set_postfix_str(f"{done}/{len(todo)} files" + (f", ETA {eta / 60:.1f} min" if eta else "")
+                                            + (f", {len(failed)} failed" if failed else ""))
+            except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the downloads stop at their next chunk, resumable
+                stop.set()
+                for fut in futures:
+                    fut.cancel()
+                raise
     finally:
         bar.close()
     seconds = time.perf_counter() - t0

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,6 +32,7 @@ import pyarrow.parquet as pq
 from forecast_env import schema
 from forecast_env.config import config_hash, load_config
 from forecast_env.corpus_build.embed import article_texts, embed_articles
+from forecast_env.crashpoints import crash_point
 from forecast_env.errors import CorpusError, WorkspaceError
 from forecast_env.executor import map_unordered
 from forecast_env.retrieval.ann import ann_plan, build_ivf
@@ -50,6 +50,7 @@ from forecast_env.retrieval.layout import (
     doc_hash,
     embedding_identity,
     save_npy,
+    write_faiss_index,
 )
 from forecast_env.store import (
     Workspace,
@@ -57,6 +58,7 @@ from forecast_env.store import (
     atomic_write_json,
     read_manifest,
     read_table,
+    remove_temporaries,
     sha256_file,
     write_manifest,
 )
@@ -86,8 +88,7 @@ def write_text_copy(path: Path, table: pa.Table) -> None:
 
 def write_dense_shard(path: Path, vectors: np.ndarray, float16: bool = False) -> None:
     """Write one month's exact inner-product shard (rows = article order) from ready vectors."""
-    with atomic_path(path) as tmp:
-        faiss.write_index(make_index(vectors, float16), str(tmp))
+    write_faiss_index(make_index(vectors, float16), path)
 
 
 def _identity(embed: dict[str, Any], embedder: Any) -> dict[str, Any]:
@@ -119,8 +120,10 @@ def index_month(task: dict[str, Any]) -> dict[str, Any]:
     month = task["month"]
     table = read_month(Path(task["shard"]))
     write_text_copy(layout.text(month), table)
+    crash_point("index.month")
     texts = article_texts(table)
     write_month_postings(layout.bm25_month(month), build_month_postings(texts))
+    crash_point("index.month")
     embedder = _WORKER["embedder"]
     on_rows = _WORKER.get("on_rows")
     parts = []
@@ -133,6 +136,7 @@ def index_month(task: dict[str, Any]) -> dict[str, Any]:
     if vectors.shape[1] != dim:
         raise WorkspaceError(f"{task['shard']}: vectors of dimension {vectors.shape[1]}, other months have {dim}")
     write_dense_shard(layout.dense(month), vectors, bool(task["float16"]))
+    crash_point("index.month")
     marker = {"month": month, "rows": table.num_rows, "shard": Path(task["shard"]).name,
               "shard_sha256": task["sha"], "embed_hash": task["embed_hash"], "dim": int(vectors.shape[1])}
     atomic_write_json(layout.root / "months" / f"{month}.json", marker)
@@ -188,6 +192,7 @@ def build_index(
     identity = _identity(embed_cfg, embedder)
     embed_hash = config_hash(identity)
     layout = IndexLayout(ws.index_dir)
+    remove_temporaries(layout.root)  # a killed build's writes in flight
     try:
         previous = read_manifest(layout.root) if layout.manifest.exists() else {}
     except WorkspaceError:
@@ -234,7 +239,9 @@ def build_index(
         shutil.rmtree(layout.bm25_month(stale), ignore_errors=True)
 
     ann_months = _build_ann(layout, months, cfg.get("index") or {}, embed_hash, previous, progress)
-    changed = bool(rebuilt) or prev_months != current or not previous
+    # a month rebuilt by a killed earlier build counts as changed: the manifest (written last) still has the old shard
+    indexed = [(m.get("month"), m.get("shard_sha256")) for m in previous.get("months", [])]
+    changed = bool(rebuilt) or indexed != [(m["month"], m["shard_sha256"]) for m in months] or not previous
     stats = build_global(ws, months, changed)
     if not stats:  # nothing changed: keep the global statistics of the previous build
         stats = {k: previous.get(k) for k in ("first_day", "last_day", "bm25_terms", "bm25_postings")}

@@ -23,6 +23,7 @@ and benchmarks), byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -32,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -62,16 +63,18 @@ from forecast_env.corpus_build.report import (
     dropped_counts,
     tally_articles,
 )
+from forecast_env.crashpoints import crash_point
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
 from forecast_env.store import (
     Workspace,
-    atomic_path,
+    atomic_save_npy,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_table,
     commit_temp,
     conform,
+    naming_full_disk,
     sha256_file,
     temp_beside,
 )
@@ -99,6 +102,17 @@ ROW_GROUP_ROWS = 16_384
 ROWS_PER_TASK = 4_000_000
 _SORT_SHARD = ["day", "doc_id", "warc_file", "warc_offset"]
 _SORT_DROPPED = ["warc_file", "warc_offset", "doc_id", "reason"]
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    """A pyarrow table as a polars DataFrame (pyarrow is untyped here, so polars' overloads of `from_arrow`
+    cannot tell a table, which gives a DataFrame, from an array)."""
+    return cast(pl.DataFrame, pl.from_arrow(table))
+
+
+def _series(array: pa.ChunkedArray) -> pl.Series:
+    """A pyarrow column as a polars Series (see `_frame`)."""
+    return cast(pl.Series, pl.from_arrow(array))
 _HASH_SEED = 20250301
 
 
@@ -273,7 +287,7 @@ def read_order(keys: Sequence[Path], dropped: Sequence[Path] | None = None, prof
         gone = profile_dropped_ids(dropped[i], profile) if dropped is not None and profile is not None else None
         out = (pl.Series(pc.is_in(table["doc_id"], value_set=gone).to_numpy(zero_copy_only=False))
                if gone is not None and len(gone) else pl.lit(False))
-        df = pl.from_arrow(table)
+        df = _frame(table)
         sizes.append(df.height)
         slim.append(df.select(
             "doc_id", pl.col("warc_file").replace_strict(name_rank, default=None, return_dtype=pl.UInt32).alias("fr"),
@@ -341,8 +355,8 @@ def find_pairs(task: PairTask) -> pl.DataFrame:
         if task.stage == "url":
             t = pq.read_table(path, columns=["url_key", "canon_key"])
             keep = r >= 0
-            pairs = url_pairs(r[keep], pl.from_arrow(t["canon_key"]).filter(keep),
-                              pl.from_arrow(t["url_key"]).filter(keep))
+            pairs = url_pairs(r[keep], _series(t["canon_key"]).filter(keep),
+                              _series(t["url_key"]).filter(keep))
             if task.partitions > 1:
                 pairs = pairs.filter(_string_partition(pairs["key"], task))
             frames.append(pairs)
@@ -376,7 +390,7 @@ def pair_tasks(keys: Sequence[Path], ranks_path: Path, order: Order, cfg: dict[s
                rows_per_task: int = ROWS_PER_TASK) -> list[PairTask]:
     """Every (stage, band, partition) task of the dedup pairs."""
     partitions = max(1, math.ceil(order.rows / max(1, rows_per_task)))
-    common = {"keys": tuple(str(k) for k in keys), "ranks": str(ranks_path),
+    common: dict[str, Any] = {"keys": tuple(str(k) for k in keys), "ranks": str(ranks_path),
               "offsets": tuple(int(o) for o in order.offsets), "cfg": dict(cfg), "partitions": partitions}
     stages = [("url", 0), ("title", 0)] + [("band", b) for b in range(int(cfg.get("bands", 8)))]
     return [PairTask(stage=s, band=b, partition=j, **common) for s, b in stages for j in range(partitions)]
@@ -452,9 +466,11 @@ class RowGroupWriter:
 
     def _flush(self, rows: int) -> None:
         buf = pa.concat_tables(self._pending)
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="zstd")
-        self._writer.write_table(buf.slice(0, rows).combine_chunks())
+        with naming_full_disk(self.path):
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="zstd")
+            self._writer.write_table(buf.slice(0, rows).combine_chunks())
+        crash_point("write.rowgroup")
         rest = buf.slice(rows)
         self._pending = [rest] if rest.num_rows else []
         self._pending_rows = rest.num_rows
@@ -467,7 +483,8 @@ class RowGroupWriter:
         if self._pending_rows:
             self._flush(self._pending_rows)
         assert self._writer is not None
-        self._writer.close()
+        with naming_full_disk(self.path):
+            self._writer.close()
         self._writer = None
         if self.path.exists() and self.path.stat().st_size == self._tmp.stat().st_size \
                 and sha256_file(self.path) == sha256_file(self._tmp):
@@ -478,10 +495,13 @@ class RowGroupWriter:
 
     def discard(self) -> None:
         """Drop what was written (nothing happens to `path`)."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        self._tmp.unlink(missing_ok=True)
+        writer, self._writer = self._writer, None
+        try:
+            if writer is not None:
+                with contextlib.suppress(OSError, pa.ArrowException):  # a writer that cannot flush (a full disk)
+                    writer.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -522,7 +542,7 @@ def month_table(task: MonthTask) -> pa.Table:
     table = pa.concat_tables(tables).cast(schema.ARTICLES)
     del tables
     # sort on the key columns only, then gather the rows once (no second copy of the text)
-    order = pl.from_arrow(table.select(_SORT_SHARD)).with_row_index("i").sort(_SORT_SHARD)["i"].to_numpy()
+    order = _frame(table.select(_SORT_SHARD)).with_row_index("i").sort(_SORT_SHARD)["i"].to_numpy()
     return conform(table.take(pa.array(order, pa.int64())), schema.ARTICLES).combine_chunks()
 
 
@@ -537,7 +557,7 @@ def _month_order(task: MonthTask) -> dict[int, np.ndarray]:
     frames = []
     for i, (path, rows) in enumerate(task.sources):
         keys = pq.read_table(path, columns=_SORT_SHARD).take(pa.array(rows, pa.int64())).cast(sort_types)
-        frames.append(pl.from_arrow(keys).with_columns(pl.lit(i, pl.Int32).alias("_src"),
+        frames.append(_frame(keys).with_columns(pl.lit(i, pl.Int32).alias("_src"),
                                                        pl.int_range(0, keys.num_rows, dtype=pl.Int64).alias("_row")))
     order = pl.concat(frames).sort(_SORT_SHARD).with_row_index("_pos")
     out = {}
@@ -566,6 +586,7 @@ def _month_spill(task: MonthTask, spill: Path) -> int:
                 if g not in writers:
                     writers[g] = pa.ipc.new_stream(str(spill / f"{g:06d}.arrow"), spill_schema, options=opts)
                 writers[g].write_table(table.filter(pa.array(group == g)))
+                crash_point("merge.spill")
             del table
     finally:
         for w in writers.values():
@@ -587,6 +608,7 @@ def _write_month_streamed(task: MonthTask, out: Path) -> tuple[bool, ArticleTall
                 with pa.ipc.open_stream(str(spill / f"{g:06d}.arrow")) as reader:
                     piece = reader.read_all()
                 (spill / f"{g:06d}.arrow").unlink()
+                crash_point("merge.group")
                 piece = piece.take(pc.sort_indices(piece["_pos"])).drop_columns(["_pos"])
                 writer.add(piece)
                 reports.append(tally_articles(piece.select(list(REPORT_COLUMNS))))
@@ -629,7 +651,7 @@ def dropped_table(task: DroppedTask) -> tuple[pa.Table, dict[str, dict[str, dict
         add_differences(differences, part_differences)
     if task.extra is not None:
         tables.append(task.extra)
-    ddf = pl.from_arrow(pa.concat_tables(tables) if tables else schema.DROPPED.empty_table())
+    ddf = _frame(pa.concat_tables(tables) if tables else schema.DROPPED.empty_table())
     return conform(ddf.sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED), differences
 
 
@@ -684,7 +706,7 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table, dict[str, dic
                 tables.append(extra.pop((name,)).to_arrow().cast(schema.DROPPED))
             piece = pa.concat_tables(tables)
             counts.append(dropped_counts(piece))
-            writer.add(conform(pl.from_arrow(piece).sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED))
+            writer.add(conform(_frame(piece).sort(_SORT_DROPPED, nulls_last=True).to_arrow(), schema.DROPPED))
         counted = dropped_counts(pa.concat_tables(counts)) if counts else DROPPED_COUNTS.empty_table()
         return task.stage, writer.close(), counted, differences
 
@@ -720,7 +742,7 @@ def _dedup_drops(parts: Sequence[PartFiles], order: Order, hits: pl.DataFrame, k
         local = (sub["gid"] - int(order.offsets[p])).to_numpy()
         cols = ["doc_id", "url", "warc_file", "warc_offset"] + (["body"] if keep_text else [])
         t = pq.read_table(parts[p].articles, columns=cols).take(pa.array(local, pa.int64()))
-        frame = pl.from_arrow(t).with_columns(sub["seq"].alias("seq"))
+        frame = _frame(t).with_columns(sub["seq"].alias("seq"))
         if keep_text:
             frame = frame.with_columns(pl.col("body").str.slice(0, schema.DROPPED_TEXT_CHARS).alias("text_head")).drop("body")
         rows.append(frame)
@@ -827,8 +849,7 @@ def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: 
     for tmp in work.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)
     ranks_path = work / "ranks.npy"
-    with atomic_path(ranks_path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, order.ranks)
+    atomic_save_npy(ranks_path, order.ranks)  # chunked Python writes: a full disk raises with its errno
     tasks = pair_tasks(keys, ranks_path, order, dedup_cfg, rows_per_task)
     task_workers = workers if engine == "ray" else 1
     hits = _collect_hits(_map(_run_pair_task, tasks, engine, task_workers, ray_address, "dedup pairs", progress))
@@ -862,7 +883,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
         recorded = {}
     store_tasks: list[MonthTask | DroppedTask] = list(_month_tasks(ws, parts, order, hits, recorded))
     plans = {t.month: t.plan for t in store_tasks if isinstance(t, MonthTask)}
-    months = [t.month for t in store_tasks]
+    months = [t.month for t in store_tasks if isinstance(t, MonthTask)]  # only month tasks so far
     store_tasks += [DroppedTask(stage=s, sources=tuple(str(p.dropped) for p in parts),
                                 extra=dedup_rows if s == "dedup" else None, out=str(ws.dropped_dir / f"{s}.parquet"),
                                 profile=profile)
@@ -875,6 +896,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     differences: dict[str, dict[str, dict[str, int]]] = {}
     for kind, name, did_write, report, stat in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
                                               "store", progress):
+        crash_point("merge.store")
         if did_write:
             written[kind].append(name)
         if isinstance(report, ArticleTally):
@@ -889,6 +911,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
         if old.stem not in months:
             old.unlink()
             written["removed"].append(old.name)
+    crash_point("merge.plans")
     atomic_write_json(plans_path, dict(sorted(shards.items())))
 
     # counted while the dropped tables were written: the report needs (stage, reason) counts only
@@ -950,7 +973,7 @@ def write_store(ws: Workspace, articles: pl.DataFrame, dropped: pa.Table, file_e
         if old.stem not in months:
             old.unlink()
             written["removed"].append(old.name)
-    ddf = pl.from_arrow(dropped)
+    ddf = _frame(dropped)
     for stage in schema.CORPUS_STAGES:
         sub = ddf.filter(pl.col("stage") == stage).sort(_SORT_DROPPED, nulls_last=True)
         if write_if_changed(ws.dropped_dir / f"{stage}.parquet", conform(sub.to_arrow(), schema.DROPPED)):

@@ -40,6 +40,7 @@ from forecast_env.corpus_build.merge import (
 )
 from forecast_env.corpus_build.source import Source
 from forecast_env.corpus_build.warc import ReadDrop, WarcReader, fault_kind
+from forecast_env.crashpoints import crash_point
 from forecast_env.enums import ENGINES
 from forecast_env.errors import CorpusError
 from forecast_env.executor import map_unordered
@@ -201,9 +202,8 @@ class FileRun:
                  on_bytes: Callable[[int], None] | None = None, client: Any = None,
                  on_chunk: Callable[[int, int], None] | None = None) -> None:
         self.source = source if isinstance(source, Source) else None
-        self.path = None if self.source is not None and self.source.remote else Path(
-            self.source.uri if self.source is not None else source)
-        self.name = self.source.name if self.source is not None else Path(source).name
+        self.path = Path(source) if not isinstance(source, Source) else None if source.remote else Path(source.uri)
+        self.name = source.name if isinstance(source, Source) else Path(source).name
         self.cfg = config if config is not None else load_config("corpus")
         self.limiter, self.keep_dir, self.sleep, self.on_bytes, self.client = limiter, keep_dir, sleep, on_bytes, client
         self.on_chunk = on_chunk  # (records read, bytes of the file consumed) after each chunk
@@ -221,16 +221,17 @@ class FileRun:
             reader = WarcReader(self.path, max_payload)
             yield from self._stages(reader)
         else:
+            from forecast_env.corpus_build.stream import CheckedReader, RemoteStream
+
+            assert self.source is not None  # no local path: a remote source
             settings = HttpSettings.from_config(self.cfg)
             with open_source(self.source, settings, limiter=self.limiter, keep_dir=self.keep_dir, sleep=self.sleep,
-                             on_bytes=self.on_bytes, client=self.client) as fh:
-                if self.source.kind == "s3":
-                    from forecast_env.corpus_build.stream import CheckedReader
-
-                    fh = CheckedReader(fh)
+                             on_bytes=self.on_bytes, client=self.client) as raw:
+                # http: a RemoteStream hashes and checks its own bytes; s3 (an fsspec file): a CheckedReader does
+                fh = raw if isinstance(raw, RemoteStream) else CheckedReader(raw)
                 reader = WarcReader(fh, max_payload, name=self.name)
                 yield from self._stages(reader)
-                if getattr(fh, "failure", None) is not None:
+                if fh.failure is not None:
                     raise fh.failure
                 self.identity = fh.identity()
         if reader.error:
@@ -477,9 +478,12 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
                         for arts, drops in run.chunks():
                             wa.write_table(arts.cast(schema.ARTICLES))
                             wd.write_table(drops.cast(schema.PART_DROPPED))
+                            crash_point("part.chunk")
                     finally:
-                        wa.close()
-                        wd.close()
+                        try:
+                            wa.close()
+                        finally:  # a full disk can fail the first close: the second file is closed still
+                            wd.close()
                 break
             except FileChanged as exc:
                 restarts += 1
@@ -497,8 +501,10 @@ def run_part(path: str | Source, parts_dir: str, key: str, config: dict[str, Any
                         source={k: v for k, v in ident.items() if k not in ("sha256", "size", "gzip_fault")},
                         restarts_from_zero_etag=restarts)
     else:
+        assert isinstance(src, Path)  # a remote file's identity comes from its stream
         counters.update(sha256=sha256_file(src), size=src.stat().st_size)
     counters = {**counters, "part_key": key, "file_errors": run.file_errors}
+    crash_point("part.tables")  # both tables in place, the marker not yet
     atomic_write_json(paths["done"], counters)
     failed.unlink(missing_ok=True)
     return counters

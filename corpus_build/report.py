@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -71,11 +71,11 @@ class ArticleTally:
         return int(self.keys["n"].sum()) if self.keys.height else 0
 
 
-_KEY_SCHEMA = {"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
-               "visible_source": pl.Utf8, "leak_flag": pl.Boolean, "leak_kind": pl.Utf8, "market_quote": pl.Boolean,
-               "month": pl.Utf8, "net": pl.Int64, "n": pl.Int64}
-_MOVE_SCHEMA = {"rule": pl.Utf8, "articles": pl.Int64, "days_total": pl.Int64, "days_min": pl.Int64,
-                "days_max": pl.Int64}
+_KEY_SCHEMA = pl.Schema({"t_source": pl.Utf8, "t_rule": pl.Utf8, "t_pub_rule": pl.Utf8, "t_mod_rule": pl.Utf8,
+                         "visible_source": pl.Utf8, "leak_flag": pl.Boolean, "leak_kind": pl.Utf8,
+                         "market_quote": pl.Boolean, "month": pl.Utf8, "net": pl.Int64, "n": pl.Int64})
+_MOVE_SCHEMA = pl.Schema({"rule": pl.Utf8, "articles": pl.Int64, "days_total": pl.Int64, "days_min": pl.Int64,
+                          "days_max": pl.Int64})
 
 
 def tally_articles(articles: pa.Table) -> ArticleTally:
@@ -129,12 +129,13 @@ def build_report(counters: Sequence[Mapping[str, Any]], dropped: pa.Table, artic
     """The funnel of one build from per-file counters, all dropped rows (or their `dropped_counts`),
     the kept articles (or their `tally_articles`) and what the other quality profiles would have
     decided differently (`merge.profile_differences`, summed)."""
-    ddf = pl.from_arrow(dropped_counts(dropped)) if dropped.num_rows else pl.DataFrame(
+    # a pyarrow table gives a DataFrame (pyarrow is untyped here, so polars' overloads cannot tell)
+    ddf = cast(pl.DataFrame, pl.from_arrow(dropped_counts(dropped))) if dropped.num_rows else pl.DataFrame(
         schema={"stage": pl.Utf8, "reason": pl.Utf8, "n": pl.Int64})
     tally = articles if isinstance(articles, ArticleTally) else tally_articles(articles)
     adf = tally.keys
     records_in = int(sum(int(c.get("records_in", 0)) for c in counters))
-    stages = []
+    stages: list[dict[str, Any]] = []
     remaining = records_in
     for stage in schema.CORPUS_STAGES:
         sub = ddf.filter(pl.col("stage") == stage)
@@ -240,6 +241,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 
 def render_transfer(transfer: Mapping[str, Any] | None) -> list[str]:
     """The streamed files' section of the funnel: bytes, requests, resumes, politeness, failed files."""
+    if transfer is None:
+        return []
     st = (transfer or {}).get("streamed") or {}
     if not st.get("files") and not (transfer or {}).get("failed"):
         return []

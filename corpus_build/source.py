@@ -396,7 +396,7 @@ def resolve_sources(spec: SourceSpec | Sequence[str | Path], config: dict[str, A
 
 @contextlib.contextmanager
 def open_source(source: Source, settings: HttpSettings, *, limiter: Any = None, keep_dir: str | Path | None = None,
-                client=None, sleep=None, on_bytes=None) -> Iterator[BinaryIO]:
+                client=None, sleep=None, on_bytes=None) -> Iterator[BinaryIO | RemoteStream]:
     """A binary file object over the source: the local file, a `RemoteStream`, or an fsspec file."""
     if source.kind == "local":
         with open(source.uri, "rb") as fh:

@@ -44,6 +44,7 @@ from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import Any
 
+from forecast_env.crashpoints import crash_point
 from forecast_env.errors import ConfigError, CorpusError
 
 #: Why a file could not be had (the `kind` of a transfer failure; docs/data.md "File faults").
@@ -230,7 +231,9 @@ def start_limiter(settings: HttpSettings, engine: str = "local", workers: int = 
         import ray
 
         name = f"forecast-env-limiter-{uuid.uuid4().hex[:12]}"
-        actor = ray.remote(num_cpus=0)(Limiter).options(name=name).remote(
+        # Ray's stubs type a remote class's handle without its methods' `.remote`: the handle is untyped here
+        remote_limiter: Any = ray.remote(num_cpus=0)(Limiter)
+        actor = remote_limiter.options(name=name).remote(
             settings.max_connections, settings.requests_per_second, settings.min_requests_per_second)
         handle = RayLimiter(name, ray.get_runtime_context().namespace)
         ray.get(actor.stats.remote())  # started before any worker looks it up
@@ -246,8 +249,8 @@ def start_limiter(settings: HttpSettings, engine: str = "local", workers: int = 
         mgr = _LimiterManager(ctx=multiprocessing.get_context("spawn"))
         mgr.start()
         try:
-            yield mgr.Limiter(settings.max_connections, settings.requests_per_second,
-                              settings.min_requests_per_second)
+            proxy = mgr.Limiter  # type: ignore[attr-defined]  # made at run time by register() above
+            yield proxy(settings.max_connections, settings.requests_per_second, settings.min_requests_per_second)
         finally:
             mgr.shutdown()
 
@@ -420,8 +423,8 @@ class RemoteStream(io.RawIOBase):
         self.sha = hashlib.sha256()
         self.gzip = GzipChecker()
         self.failure: TransferError | None = None
-        self.stats = {"requests": 0, "resumes": 0, "restarts_from_zero": 0, "retries": 0, "bytes_fetched": 0,
-                      "statuses": {}}
+        self.stats: dict[str, Any] = {"requests": 0, "resumes": 0, "restarts_from_zero": 0, "retries": 0,
+                                      "bytes_fetched": 0, "statuses": {}}
         self._resp = None
         self._it: Iterator[bytes] | None = None
         self._buf = b""
@@ -504,11 +507,12 @@ class RemoteStream(io.RawIOBase):
         self._close_response()
         if self._own_client:
             self._client.close()
-        if self._keep is not None:
+        if self._keep is not None and self._keep_dir is not None:  # a kept copy has its folder
             self._keep.close()
             part = self._keep_dir / f"{self.name_}.part"
             if self.failure is None and self.length is not None and self.pos == self.length:
                 os.replace(part, self._keep_dir / self.name_)
+                crash_point("fetch.renamed")
                 self._meta.unlink(missing_ok=True)
             elif isinstance(self.failure, FileChanged):  # its bytes are void
                 part.unlink(missing_ok=True)
@@ -534,6 +538,7 @@ class RemoteStream(io.RawIOBase):
         self.gzip.feed(chunk)
         if self._keep is not None:
             self._keep.write(chunk)
+            crash_point("fetch.chunk")
         if self._on_bytes is not None:
             self._on_bytes(len(chunk))
 
@@ -559,6 +564,7 @@ class RemoteStream(io.RawIOBase):
                     last, retry_after = outcome
                     attempt = self._backoff(attempt, last, retry_after)
                     continue
+                assert self._it is not None  # _connect returned None: it opened the body's iterator
             try:
                 block = next(self._it, b"")
             except errors as exc:

@@ -109,7 +109,7 @@ def assign_timestamps(
     t_paper = pub.as_api() if pub else mod_paper.as_api() if mod_paper else t_crawl
     if visibility == "publication":
         source = "pub" if pub else "mod" if mod_paper else "crawl"
-        rule = pub_rule if pub else mod_rule_paper if mod_paper else "crawl"
+        rule = (pub_rule if pub else mod_rule_paper if mod_paper else None) or "crawl"  # a read time has its rule
         return Timestamps(
             t_pub=pub.as_api() if pub else None, t_pub_rule=pub_rule,
             t_mod=mod_paper.as_api() if mod_paper else None, t_mod_rule=mod_rule_paper,
@@ -138,7 +138,7 @@ def assign_timestamps(
     if base is not None:
         step("date_only" if base.date_only else "naive_time", t)
     source = "pub" if pub else "mod" if mod else "crawl"
-    rule = pub_rule if pub else mod_rule if mod else "crawl"
+    rule = (pub_rule if pub else mod_rule if mod else None) or "crawl"  # a read time has its rule
     # 3. a page modified after publication is visible as modified
     v, v_source = t, source
     if t_pub is not None and t_mod is not None and t_mod > t_pub:

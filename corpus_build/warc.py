@@ -3,18 +3,22 @@
 Stage 1 of the corpus builder (docs/design.md §2.extraction). Non-response records (warcinfo, request, metadata) are
 skipped silently; each response record becomes either a `WarcPage` (HTML decoded to text) or a
 `ReadDrop` whose reason is one of `schema.CORPUS_REASONS["read"]`. A truncated or corrupt file keeps
-what was read before the fault and reports the fault on the reader (`WarcReader.error`).
+what was read before the fault and reports the fault on the reader (`WarcReader.error`); with the default
+backend a gzipped file is read on from the next whole member after a corrupt one (CC-NEWS has one record
+per member), so one bad record costs that record, not the rest of the file.
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -173,24 +177,90 @@ def _cut_short(record) -> bool:
 BACKENDS = ("fastwarc", "warcio")
 
 
+def _fast_types() -> Any:
+    from fastwarc.warc import WarcRecordType
+
+    return WarcRecordType
+
+
+def _after_empty_members(fh: BinaryIO, start: int, skip_first: bool) -> int | None:
+    """Where reading resumes after fastwarc stopped at `start`: the first gzip member holding data after
+    one or more empty members (the member at `start` itself passed over when `skip_first`: its record was
+    read); None when no empty member follows (the end, or a fault that `gzip_fault` reports)."""
+    pos, empty = start, 0
+    while True:
+        fh.seek(pos)
+        d = zlib.decompressobj(wbits=31)
+        size = 0
+        try:
+            while not d.eof:
+                chunk = fh.read(1 << 16)
+                if not chunk:
+                    return None
+                size += len(d.decompress(chunk))
+        except zlib.error:
+            return None
+        if size or skip_first:
+            if not skip_first:
+                return pos if empty else None
+        else:
+            empty += 1
+        skip_first = False
+        pos = fh.tell() - len(d.unused_data)
+
+
+def _next_warc_member(fh: BinaryIO, after: int) -> int | None:
+    """The offset of the first gzip member after `after` that decompresses whole and holds a WARC record
+    (where reading resumes after a corrupt member); None when there is none."""
+    pos = after + 1
+    while True:
+        fh.seek(pos)
+        window = fh.read(1 << 16)
+        if not window:
+            return None
+        hit = window.find(b"\x1f\x8b\x08")
+        if hit < 0:
+            pos += max(1, len(window) - 2)
+            continue
+        pos += hit
+        fh.seek(pos)
+        d = zlib.decompressobj(wbits=31)
+        head = b""
+        try:
+            while not d.eof:
+                chunk = fh.read(1 << 16)
+                if not chunk:
+                    break
+                out = d.decompress(chunk)
+                if len(head) < 8:
+                    head += out[:8]
+        except zlib.error:
+            pass
+        if d.eof and head.startswith(b"WARC/"):
+            return pos
+        pos += 1
+
+
 class WarcReader:
     """Iterate the response records of one WARC file; after iteration, `error` holds a file fault."""
 
-    def __init__(self, path: str | Path | BinaryIO, max_payload_bytes: int = 5_000_000, backend: str = "fastwarc",
-                 name: str | None = None) -> None:
+    def __init__(self, path: str | Path | BinaryIO | io.RawIOBase, max_payload_bytes: int = 5_000_000,
+                 backend: str = "fastwarc", name: str | None = None) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"WARC reader backend {backend!r} is not known (reading {name or path}); "
                               f"choose one of {', '.join(BACKENDS)}")
         # a file object (a stream from corpus_build/stream.py) is read as it arrives; after the records it
         # is drained and its own gzip check (`.gzip`, the same GzipChecker as gzip_fault) gives the fault
         self.fileobj = None if isinstance(path, (str, Path)) else path
-        self.path = Path(name or getattr(path, "name_", None) or "stream") if self.fileobj is not None else Path(path)
+        self.path = (Path(path) if isinstance(path, (str, Path))
+                     else Path(name or getattr(path, "name_", None) or "stream"))
         self.max_payload_bytes = int(max_payload_bytes)
         self.backend = backend
         self.error: str | None = None
         self.records_read = 0  # every WARC record read whole, of any type
         self.responses = 0
         self.skipped_non_response = 0
+        self._pass_last: int | None = None  # offset of the last record the current fastwarc pass read
 
     def __iter__(self) -> Iterator[WarcPage | ReadDrop]:
         if self.fileobj is not None:
@@ -266,12 +336,41 @@ class WarcReader:
 
     def _iter_fastwarc(self, fh) -> Iterator[WarcPage | ReadDrop]:
         from fastwarc.warc import ArchiveIterator as FastIterator
-        from fastwarc.warc import WarcRecordType
 
+        start: int | None = 0
+        fault: str | None = None
+        while start is not None:
+            self._pass_last = None
+            self.error = None
+            yield from self._fastwarc_pass(FastIterator(fh, record_types=_fast_types().any_type, parse_http=False))
+            if self.fileobj is not None or not self.path.name.endswith(".gz"):
+                break
+            at = start if self._pass_last is None else self._pass_last
+            if self.error is None:
+                # fastwarc ends quietly at an empty gzip member (valid gzip: `cat a.gz empty.gz b.gz`) and
+                # would lose every record after it: read on from the next member that holds data
+                start = _after_empty_members(fh, at, self._pass_last is not None)
+                if start is None:  # a member fastwarc cannot read can end it quietly too (a bad header flag)
+                    start = _next_warc_member(fh, at)
+                    if start is not None:
+                        fault = fault or f"corrupt gzip member after offset {at} (read on from offset {start})"
+            else:
+                # a corrupt member ends fastwarc's pass: the fault stays the file's, and the records of the
+                # members after it (one record per member in CC-NEWS) are read too
+                fault = fault or self.error
+                start = _next_warc_member(fh, at)
+            if start is not None:
+                fh.seek(start)
+        self.error = fault or self.error
+
+    def _fastwarc_pass(self, records: Any) -> Iterator[WarcPage | ReadDrop]:
+        """One fastwarc pass over the records; a fault ends it (kept in `error`)."""
+        response = _fast_types().response
         try:
-            for record in FastIterator(fh, record_types=WarcRecordType.any_type, parse_http=False):
+            for record in records:
                 offset = int(record.stream_pos)
-                if record.record_type != WarcRecordType.response:
+                self._pass_last = offset
+                if record.record_type != response:
                     if record.reader.consume() < record.content_length:
                         self.error = f"truncated record at offset {offset}"
                         return

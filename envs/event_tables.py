@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from forecast_env import schema
+from forecast_env.crashpoints import crash_point
 from forecast_env.envs.candidate import Candidate
 from forecast_env.store import EVENT_TABLES, Workspace, atomic_write_table, conform, read_table
 
@@ -158,8 +159,10 @@ def write_tables(ws: Workspace, tables: Mapping[str, pa.Table], source: str) -> 
             if source == "questions":  # re-imported ids replace their old rows
                 old = old.join(new.select("event_id").unique(), on="event_id", how="anti")
             new = pl.concat([old, new], how="vertical_relaxed")
-            new = new.sort("event_id", maintain_order=True)
+        # sorted on the first build too: a rerun over a stopped build's tables writes the same bytes
+        new = new.sort("event_id", maintain_order=True)
         atomic_write_table(path, new.to_arrow(), sch)
+        crash_point("events.table")
 
 
 def day_of(value: date | str) -> date:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import polars as pl
 
 from forecast_env.config import flatten_keys, load_config
+from forecast_env.crashpoints import crash_point
 from forecast_env.envs.beliefs import daily_beliefs, daily_trades
 from forecast_env.envs.candidate import Candidate, Excluded, shuffle_options
 from forecast_env.envs.descriptions import description_as_of
@@ -56,7 +57,7 @@ from forecast_env.envs.schedule import Schedule, build_schedule, forecast_grid, 
 from forecast_env.envs.screen import Decomposer, Judge
 from forecast_env.envs.splits import Splits
 from forecast_env.errors import IndexMissingError, WorkspaceError
-from forecast_env.store import Workspace
+from forecast_env.store import Workspace, remove_temporaries
 
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
@@ -116,6 +117,7 @@ def build_events(
     t0 = time.perf_counter()
     cfg = resolve_config(config)
     ws = Workspace.at(workspace, create=True)
+    remove_temporaries(ws.events_dir)  # a killed build's writes in flight
     cache = open_cache(polymarket_dir)
     run = BuildRun("polymarket", cfg)
     raw_events = list(cache.events())
@@ -130,6 +132,7 @@ def build_events(
             continue
         seen.add(eid)
         n_bad = len(cache.unreadable)
+        crash_point("events.event")
         try:
             cand = construct_event(ev, cache, cfg["labels"], run.repairs, run.counts)
             if len(cache.unreadable) > n_bad:

@@ -8,7 +8,8 @@ states q's event as settled:
 
 * **option rule** (q has distinctive options: not Yes/No/Other, words shared by every option
   stripped): q' names a strict subset of q's options, each next to a presupposing or settled cue
-  ("President-elect X", "after X's win", "X, the winner of", "new CEO X", "X won");
+  ("President-elect X", "after X's win", "X, the winner of", "new CEO X", "X won", "X confirmed as the
+  winner of", "X took the title race");
 * **event rule** (q is a Yes/No question): one sentence of q' holds every key term of q (its
   content words, deadline phrase removed) and one of q's own words in a past form ("agree" ->
   "agreed", "win" -> "won"), with no conditional ("if", "whether", "would") before it.
@@ -103,6 +104,30 @@ _AUX = frozenset({"has", "have", "had", "was", "were", "been", "being", "officia
 _PASSIVE_ONLY = frozenset({"named", "selected", "picked", "chosen", "nominated", "declared", "appointed", "installed",
                            "confirmed", "elected", "reelected", "sworn", "inaugurated", "crowned"})
 _BE = frozenset({"was", "were", "been", "being"})
+#: Verbs that settle a contest only with the contest as their object: "X took the title race", "X captured the
+#: nomination"; "X took part in", "X took the lead in the race", "X took questions on the election" do not.
+TAKE_VERBS = frozenset({"took", "captured", "seized", "grabbed", "bagged"})
+#: The contests (and their prizes) such a verb settles when one is its object.
+TAKE_OBJECTS = frozenset({"title", "titles", "crown", "championship", "cup", "trophy", "pennant", "prize", "medal",
+                          "gold", "race", "contest", "election", "presidency", "nomination", "primary", "victory",
+                          "seat", "throne", "office", "final", "series", "award", "search", "league", "premiership"})
+#: Words that end the object before a contest is reached: "took the lead in ...", "took part in ...".
+_TAKE_STOP = frozenset({"lead", "part", "step", "steps", "aim", "stake", "share", "look", "note", "questions",
+                        "question", "place", "advantage", "time", "break", "stage", "on", "at", "about", "in", "to",
+                        "for", "from", "with", "over", "toward", "towards", "into", "of", "against", "after",
+                        "before", "during", "ahead", "and", "or", "but"})
+
+
+def _takes_contest(post: Sequence[str], k: int) -> bool:
+    """Whether post[k] is a TAKE verb whose object (the next few words, up to a preposition) is a contest."""
+    if post[k] not in TAKE_VERBS:
+        return False
+    for w in post[k + 1: k + 6]:
+        if w in TAKE_OBJECTS:
+            return True
+        if w in _TAKE_STOP:
+            return False
+    return False
 #: Connectives that state what follows as settled: "after X's win", "following X's election".
 SETTLED_LEAD = frozenset({"after", "following", "since", "post", "now"})
 
@@ -373,10 +398,14 @@ def option_cue(words: Sequence[str], i: int, j: int) -> str | None:
             k += 1
         if k < len(post) and post[k] in WIN_VERBS and not hypothetical(words, i):
             # "X appointed a minister" / "X is elected via two rounds" is X acting or a rule, not X chosen:
-            # those verbs count in the passive of a past ("X was elected", "X has been named")
-            acting = post[k] in _PASSIVE_ONLY and not (_BE & set(post[:k]))
+            # those verbs count in the passive of a past ("X was elected", "X has been named") or in a
+            # headline's reduced passive with "as" ("X confirmed as the winner of", "X named as CEO")
+            passive = bool(_BE & set(post[:k])) or post[k + 1: k + 2] == ["as"]
+            acting = post[k] in _PASSIVE_ONLY and not passive
             if not acting or any(w in SETTLED_LEAD for w in pre):
                 return " ".join(["<name>"] + post[: k + 2])
+        if k < len(post) and _takes_contest(list(words[j: j + k + 7]), k) and not hypothetical(words, i):
+            return " ".join(["<name>"] + post[: k + 4])
         if post[0] == "the" and len(post) > 1 and (post[1] in RESULT_NOUNS or post[1] in NOVELTY
                                                    or post[1] in {"reigning", "defending"}):
             return " ".join(["<name>"] + post[:3])

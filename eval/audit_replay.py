@@ -6,14 +6,20 @@ session, as the environment requires) it searches the question with BM25, search
 a seeded choice of option (BM25 too, or the environment's default mode with `encoder=True`), opens a seeded choice of the hits,
 writes one notebook entry and reports seeded probabilities. Two runs over the same events with the
 same seed, each in a fresh environment with fresh agents, must give identical episode logs
-(forecasts, tool calls, notebook snapshots, observations), timings and latencies excluded.
+(forecasts, tool calls, notebook snapshots, observations), timings and latencies excluded; and so
+must a third run in a child process on "another machine": another OpenMP / OpenBLAS thread count and
+another FAISS SIMD level (`other_machine`; FAISS reads the level at load, hence the process).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
@@ -176,30 +182,103 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path}: {str(a)[:120]!r} vs {str(b)[:120]!r}"
 
 
+#: The variables that make "another machine" for the replay's third run.
+MACHINE_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "FAISS_SIMD_LEVEL")
+
+
+def other_machine() -> dict[str, str]:
+    """Another thread count and another FAISS SIMD level than this process's (NONE, or AVX2 when this
+    process already runs NONE; every x86-64 CPU that FAISS's AVX2 build runs on has AVX2)."""
+    import faiss
+
+    level = faiss.SIMDConfig.get_level_name()
+    threads = faiss.omp_get_max_threads()
+    other = "NONE" if level != "NONE" else "AVX2"
+    n = "1" if threads > 1 else "3"
+    return {"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "FAISS_SIMD_LEVEL": other}
+
+
+def replay_elsewhere(inputs: AuditInputs, event_ids: Sequence[str], settings: AuditSettings,
+                     env: dict[str, str]) -> list[dict[str, Any]]:
+    """The default reader's logs of `event_ids`, played in a child process under `env` (RuntimeError
+    with the child's last words when it fails)."""
+    cmd = [sys.executable, "-m", "forecast_env.eval.audit_replay", "--workspace", str(inputs.workspace.root),
+           "--split", inputs.split, "--seed", str(settings.seed), "--open-per-date", str(settings.open_per_date),
+           "--events", json.dumps(list(event_ids))] + (["--encoder"] if settings.encoder else [])
+    base = {k: v for k, v in os.environ.items() if k not in MACHINE_VARS}
+    done = subprocess.run(cmd, env=base | env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError((done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def check_replay(inputs: AuditInputs, settings: AuditSettings,
                  agent_factory: Callable[[int], Any] | None = None) -> CheckResult:
-    """Check 5 (see the module docstring)."""
-    factory = agent_factory or (lambda i: ScriptedReader(open_per_date=settings.open_per_date,
-                                                         second_mode=None if settings.encoder else "bm25"))
+    """Check 5 (see the module docstring). The third run, on another thread count and SIMD level,
+    needs the default reader (a child process cannot rebuild another `agent_factory`)."""
+    factory = agent_factory or _default_factory(settings)
     ids = sorted(inputs.split_events["event_id"].to_list())
     step = max(1, len(ids) // max(1, settings.replay_events))
     chosen = ids[::step][: settings.replay_events]
     if not chosen:
         return CheckResult("replay", INCONCLUSIVE, "no event to replay")
     runs = [strip_timings(play_events(inputs, chosen, factory, settings.seed)) for _ in range(2)]
+    env = other_machine() if agent_factory is None else None
+    elsewhere: list[dict[str, Any]] | None = None
+    if env is not None:
+        try:
+            elsewhere = strip_timings(replay_elsewhere(inputs, chosen, settings, env))
+        except (RuntimeError, OSError, json.JSONDecodeError) as exc:
+            return CheckResult("replay", FAIL, f"the replay under {env} did not complete: {exc}",
+                               {"events": len(chosen), "other_machine": env}, ["other_machine: failed"])
     diffs = []
-    for eid, a, b in zip(chosen, runs[0], runs[1]):
+    for i, (eid, a, b) in enumerate(zip(chosen, runs[0], runs[1])):
         d = first_difference(a, b)
+        if not d and elsewhere is not None:
+            d = first_difference(a, elsewhere[i] if i < len(elsewhere) else None)
+            d = f"under {env}: {d}" if d else None
         if d:
             diffs.append({"event_id": eid, "first_difference": d})
     n_calls = sum(len(log.get("tool_calls") or []) for log in runs[0])
     n_fc = sum(len(log.get("forecasts") or []) for log in runs[0])
     figures = {"events": len(chosen), "event_ids": chosen, "tool_calls_per_run": n_calls,
                "forecasts_per_run": n_fc, "differing_events": len(diffs),
-               "excluded_keys": sorted(TIMING_KEYS)}
+               "excluded_keys": sorted(TIMING_KEYS), "other_machine": env}
+    where = f" and in a process under {env}" if env else ""
     if diffs:
-        return CheckResult("replay", FAIL, f"{len(diffs)} of {len(chosen)} episodes differ between two runs with "
+        return CheckResult("replay", FAIL, f"{len(diffs)} of {len(chosen)} episodes differ between runs with "
                                            f"the same seed (first: {diffs[0]['first_difference']})",
                            figures, [f"differing_events: {len(diffs)}"], diffs[:10])
     return CheckResult("replay", PASS, f"{len(chosen)} episodes ({n_calls} tool calls, {n_fc} forecasts) replay "
-                                       "identically with the same seed", figures)
+                                       f"identically with the same seed{where}", figures)
+
+
+def _default_factory(settings: AuditSettings) -> Callable[[int], Any]:
+    return lambda i: ScriptedReader(open_per_date=settings.open_per_date,
+                                    second_mode=None if settings.encoder else "bm25")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child of `replay_elsewhere`: play events with the default reader, print the logs as JSON."""
+    import warnings
+
+    from forecast_env.eval.audit_inputs import load_inputs
+
+    ap = argparse.ArgumentParser(description="audit check 5's replay in another process")
+    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--split", required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--open-per-date", type=int, required=True)
+    ap.add_argument("--events", required=True, help="a JSON list of event ids")
+    ap.add_argument("--encoder", action="store_true")
+    a = ap.parse_args(argv)
+    st = AuditSettings(seed=a.seed, open_per_date=a.open_per_date, encoder=a.encoder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logs = play_events(load_inputs(a.workspace, a.split), json.loads(a.events), _default_factory(st), a.seed)
+    print(json.dumps(logs, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

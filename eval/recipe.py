@@ -34,7 +34,7 @@ import yaml
 
 from forecast_env.config import config_hash, flatten_keys, load_config, parse_override, route_overrides
 from forecast_env.enums import ENGINES, SPLITS
-from forecast_env.errors import ConfigError
+from forecast_env.errors import DISK_FULL_EXIT, ConfigError
 from forecast_env.store import Workspace, atomic_write_json
 
 # ---------------------------------------------------------------------------------------------
@@ -46,6 +46,7 @@ EXIT_INTERNAL = 1  #: a bug (the CLI's status for an internal error)
 EXIT_BAD_INPUT = 2  #: a bad recipe, option or input: one line names it and the fix
 EXIT_AUDIT_FAIL = 3  #: everything built, the audit FAILED: no release is written (see WS/audit/audit.md)
 EXIT_ITEMS_FAILED = 4  #: some files or Polymarket items could not be fetched (rerun; or --allow-failed)
+EXIT_DISK_FULL = DISK_FULL_EXIT  #: the disk is full: free space and rerun (the CLI maps every command's ENOSPC)
 
 STAGES = ("fetch", "corpus", "index", "events", "audit", "release")
 RECORD_VERSION = 1

@@ -29,7 +29,7 @@ import polars as pl
 
 from forecast_env.config import load_config
 from forecast_env.enums import ENGINES, PLAY_MODES
-from forecast_env.errors import ForecastEnvError, RunError
+from forecast_env.errors import DiskFullError, ForecastEnvError, RunError, disk_full_errno
 from forecast_env.eval.runs import AgentSpec, RunContext, Task, WorldWindow, open_run, run_record
 from forecast_env.executor import map_unordered
 from forecast_env.store import Workspace
@@ -106,7 +106,11 @@ async def _play_task(ctx: RunContext, env: Any, task: Task, asynchronous: bool) 
                     await closed
         return ctx.run.record_part(task, env.unwrapped.episode_log(), seed=seed, seconds=time.perf_counter() - started,
                                    session=ctx.session, messages=getattr(agent, "messages", None))
+    except DiskFullError:
+        raise  # not the episode's failure: the run stops, and its rerun resumes once there is space
     except Exception as exc:
+        if disk_full_errno(exc) is not None:
+            raise DiskFullError.at(ctx.run.dir, exc) from exc
         log.warning("episode %s failed", task, exc_info=True)
         return {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"[:2000], "n_forecasts": 0,
                 "seconds": time.perf_counter() - started}

@@ -73,6 +73,7 @@ from forecast_env.store import (
     atomic_write_text,
     package_versions,
     read_table,
+    remove_temporaries,
     sha256_file,
     write_manifest,
 )
@@ -240,6 +241,7 @@ def open_run(workspace: str | Path | Workspace, record: Mapping[str, Any], *, ru
         if if_exists == "join":
             return run
     run.dir.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(run.dir)  # a killed run's writes in flight (no other process records into it)
     run._write_record({**rec, "status": "running"})
     return run
 

@@ -39,6 +39,9 @@ def _share_threads(threads: int | None) -> None:
 
 
 def _pool_setup(threads: int | None, setup: Callable[..., None] | None, setup_args: tuple) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the pool
     _share_threads(threads)
     if setup is not None:
         setup(*setup_args)
@@ -129,10 +132,17 @@ def _map_pool(fn: Callable[[T], R], items: list[T], workers: int, setup: Callabl
         with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx, initializer=_pool_setup,
                                  initargs=(threads, setup, setup_args)) as pool:
             futures = [pool.submit(fn, item) for item in items]
-            for fut in as_completed(futures):
-                result = fut.result()
-                done += 1
-                yield result
+            try:
+                for fut in as_completed(futures):
+                    result = fut.result()
+                    done += 1
+                    yield result
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop now, not after every queued item
+                for fut in futures:
+                    fut.cancel()
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.terminate()
+                raise
     except BrokenProcessPool as exc:
         raise error(
             f"a worker process died after {done} of {len(items)} items. Workers are spawned: a script that starts "

@@ -38,7 +38,8 @@ import pyarrow.parquet as pq
 
 from forecast_env import schema
 from forecast_env.config import config_hash
-from forecast_env.errors import WorkspaceError
+from forecast_env.crashpoints import crash_point
+from forecast_env.errors import DiskFullError, ForecastEnvError, WorkspaceError, disk_full_errno
 
 MANIFEST = "manifest.json"
 
@@ -152,16 +153,47 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success fsync it and rename it over `path`."""
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
+    with naming_full_disk(final):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+        os.close(fd)
     tmp = Path(tmp_name)
     try:
-        yield tmp
-        commit_temp(tmp, final)
+        with naming_full_disk(final):
+            yield tmp
+            commit_temp(tmp, final)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def naming_full_disk(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn a write that fails for lack of space inside this block into a `DiskFullError` naming `path`."""
+    try:
+        yield
+    except ForecastEnvError:
+        raise
+    except Exception as exc:
+        code = disk_full_errno(exc)
+        if code is None:
+            raise
+        raise DiskFullError.at(path, exc, code) from exc
+
+
+def reserve_space(path: str | os.PathLike[str], name: str | os.PathLike[str] | None = None) -> None:
+    """Allocate every block of `path` now, so writes through a memory map of it cannot find the disk
+    full later (a full tmpfs answers those with SIGBUS, not an error): ENOSPC here becomes a
+    `DiskFullError` naming `name` (default `path`; the final name of a temporary file)."""
+    with naming_full_disk(name or path), open(path, "rb+") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            if size:
+                os.posix_fallocate(fh.fileno(), 0, size)
+        except OSError as exc:
+            if disk_full_errno(exc) is not None:
+                raise
+            # a file system without allocation (EINVAL, EOPNOTSUPP): the writes go on as before
 
 
 def temp_beside(path: str | os.PathLike[str]) -> Path:
@@ -175,10 +207,26 @@ def temp_beside(path: str | os.PathLike[str]) -> Path:
 
 def commit_temp(tmp: Path, final: str | os.PathLike[str]) -> None:
     """fsync `tmp` and rename it over `final` (the last step of every atomic write here)."""
+    crash_point("write.temp", tmp)
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, final)
+    crash_point("write.renamed")
     _fsync_dir(Path(final).parent)
+
+
+def remove_temporaries(directory: str | os.PathLike[str]) -> int:
+    """Delete the temporary files (`.NAME.*.tmp`) that a killed process's atomic writes left below
+    `directory` (never read: every reader takes only final names); returns how many. Call it where a
+    command starts, before it writes there."""
+    root = Path(directory)
+    n = 0
+    if root.is_dir():
+        for tmp in root.rglob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                n += 1
+    return n
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -196,6 +244,23 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write `obj` as indented, sorted JSON atomically."""
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+class _StreamWriter:
+    """A file that numpy writes chunk by chunk through Python, so a short write raises OSError with its
+    errno (numpy's own fwrite path for real files raises one without it: 'N requested and M written')."""
+
+    def __init__(self, fh: Any) -> None:
+        self.write = fh.write
+
+
+def atomic_save_npy(path: str | os.PathLike[str], arr: Any) -> Path:
+    """Write an array as `.npy` atomically (the bytes of `np.save`); a full disk raises `DiskFullError`."""
+    import numpy as np
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.lib.format.write_array(_StreamWriter(fh), np.asanyarray(arr), allow_pickle=False)
+    return Path(path)
 
 
 def atomic_write_table(

@@ -133,6 +133,13 @@ def month_number(name: str) -> int | None:
 
 def parse_time(raw: Any) -> ParsedTime | None:
     """Read any supported date/time value; None when it cannot be read (never raises)."""
+    try:
+        return _parse_time(raw)
+    except (OverflowError, ValueError):  # an offset of 24 h or more, a UTC instant outside years 1-9999
+        return None
+
+
+def _parse_time(raw: Any) -> ParsedTime | None:
     if raw is None or isinstance(raw, bool):
         return None
     if isinstance(raw, datetime):

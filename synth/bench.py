@@ -86,8 +86,9 @@ def write_bench_articles(out: Path, events: list[Event], preset: Preset, seed: i
         t_mod = np.where(src == 0, np.where(nrng.random(n) < 0.5, t_mod, np.datetime64("NaT")), t_mod)
         t_pub = np.where(src == 0, t_us, np.datetime64("NaT"))
         t = np.where(src == 0, t_pub, np.where(src == 1, t_mod, crawl))
-        pub_rule = np.where(src == 0, PUB_RULES[nrng.integers(0, len(PUB_RULES), n)], None)
-        mod_rule = np.where(np.isnat(t_mod), None, MOD_RULES[nrng.integers(0, len(MOD_RULES), n)])
+        none = np.array(None, dtype=object)  # a rule left empty (numpy's stubs take no bare None here)
+        pub_rule = np.where(src == 0, PUB_RULES[nrng.integers(0, len(PUB_RULES), n)], none)
+        mod_rule = np.where(np.isnat(t_mod), none, MOD_RULES[nrng.integers(0, len(MOD_RULES), n)])
         rule = np.where(src == 0, pub_rule, np.where(src == 1, mod_rule, "crawl"))
         source = np.array(["pub", "mod", "crawl"])[src]
         host = hosts[nrng.integers(0, len(hosts), n)]

@@ -49,7 +49,7 @@ class Doc:
     stage: str | None = None
     reason: str | None = None
     reason_alt: list[str] = field(default_factory=list)
-    dup_of: str | None = None
+    dup_of: Doc | None = None  # the page it duplicates (written as its URL in the truth)
     leak: bool = False
     leak_day: date | None = None  # the day the planted leak reports (flagged when after the visibility day)
     market_quote: bool = False  # the text quotes a market's odds
@@ -223,7 +223,7 @@ def assign_urls(docs: list[Doc], seed: int) -> None:
                 d.url = u.replace("https://", "http://")
             elif d.note == "fragment":
                 d.url = u + "#comments"
-        elif d.kind == "url_variant" and d.note == "canonical":
+        elif d.kind == "url_variant" and d.note == "canonical" and d.dup_of is not None:
             base = d.dup_of
             d.url = f"https://{base.host}/amp/{_slug(base.title)}-{g.stable_int(d.title) % 10**6}"
             d.canonical = base.url
@@ -232,8 +232,15 @@ def assign_urls(docs: list[Doc], seed: int) -> None:
             d.canonical = d.url
 
 
+def _markup_of(d: Doc) -> pg.DateMarkup:
+    """`d`'s date markup, drawn by the markup pass that every page goes through before it is rendered."""
+    if d.markup is None:
+        raise ValueError(f"{d.kind} page {d.url or d.title!r} has no date markup: draw it before rendering")
+    return d.markup
+
+
 def _force_decoy(rng: random.Random, d: Doc) -> None:
-    m = d.markup
+    m = _markup_of(d)
     if m.t_source == "pub":
         i = pg.PUB_RULES.index(m.t_rule)
         pg._emit(m, pg.PUB_RULES[0] if i > 0 else pg.PUB_RULES[1], "1970-01-01T00:00:00Z", rng)
@@ -255,8 +262,9 @@ def render(d: Doc, seed: int, index: int) -> None:
         d.headers = [("Content-Type", ct), ("Content-Length", str(len(d.payload))), ("Server", "nginx")]
         return
     author = g.person_name(rng)
+    markup = _markup_of(d)
     html = pg.render_html(rng, url=d.url, host=d.host.split("/")[0], title=d.title, summary=d.summary,
-                          paragraphs=d.paragraphs, markup=d.markup, author=author,
+                          paragraphs=d.paragraphs, markup=markup, author=author,
                           canonical=d.canonical, lang=d.lang if d.lang != "en" else "en",
                           charset=d.charset)
     d.payload = html.encode(d.encoding, errors="strict")
@@ -264,8 +272,8 @@ def render(d: Doc, seed: int, index: int) -> None:
     d.headers = [("Content-Type", ct), ("Content-Length", str(len(d.payload))),
                  ("Server", rng.choice(["nginx", "Apache", "cloudflare"])),
                  ("Date", pg.http_date(d.crawl))]
-    if d.markup.last_modified:
-        d.headers.insert(rng.randint(1, 3), ("Last-Modified", d.markup.last_modified))
+    if markup.last_modified:
+        d.headers.insert(rng.randint(1, 3), ("Last-Modified", markup.last_modified))
 
 
 _WRITTEN_DATE_ONLY = re.compile(r"^[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}$")
@@ -309,6 +317,8 @@ def truth_of(d: Doc) -> dict:
         source = m.t_source
         rule = m.t_rule
         t = t_pub if source == "pub" else t_mod if source == "mod" else d.crawl
+        if t is None:
+            raise ValueError(f"{d.url}: its markup dates it by {source} but holds no such time")
         day_t = t.astimezone(UTC).date().isoformat()
         visible_at, visible_source = expected_visibility(m, d.crawl)
         day = visible_at.astimezone(UTC).date().isoformat()

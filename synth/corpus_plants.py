@@ -31,6 +31,9 @@ from forecast_env.synth.prose import (
 )
 from forecast_env.synth.world import CORPUS_START, UTC, Event
 
+#: A plant's crawl time still to be drawn: drawn after every plant of the batch is made, in their order.
+CRAWL_LATER = datetime(1, 1, 1, tzinfo=UTC)
+
 
 def _text_doc(rng: random.Random, kind: str, text: Text, t: datetime, **kw) -> Doc:
     return Doc(url="", kind=kind, title=text.title, summary=text.summary, paragraphs=text.paragraphs,
@@ -134,7 +137,7 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         # language
         for code, title, paras in planted.FOREIGN:
             out.append(Doc(url="", kind="lang", title=title, summary=paras[0], paragraphs=paras,
-                           t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), lang=code,
+                           t_true=when(), crawl=CRAWL_LATER, host=rng.choice(g.OUTLETS), lang=code,
                            expect="drop", stage="lang", reason="not_english_page", source="pub"))
         # quality
         for reason, title, lines in planted.quality_pages(rng.choice(g.CITIES), g.person_name(rng)):
@@ -143,8 +146,8 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
             assert r1 == reason or r2 == reason, (reason, r1, r2)
             title = titles.claim(rng, title, rng.choice(g.CITIES))
             out.append(Doc(url="", kind="quality", title=title, summary=lines[0][:150], paragraphs=lines,
-                           t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), expect="drop",
-                           stage="quality", reason=r1, reason_alt=[r2] if r2 != r1 else [],
+                           t_true=when(), crawl=CRAWL_LATER, host=rng.choice(g.OUTLETS), expect="drop",
+                           stage="quality", reason=r1, reason_alt=[r2] if r2 is not None and r2 != r1 else [],
                            source="pub"))
         # time: published before corpus_start, crawled in the first days of the corpus
         for t_old in (datetime(2024, 11, 5, 9, 30, tzinfo=UTC), datetime(2023, 6, 20, 16, 0, tzinfo=UTC)):
@@ -167,11 +170,11 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         t = when()
         d = fresh("leak", t, leak=True, source="pub", decoys=False,
                   crawl=t + timedelta(days=12, hours=rng.randint(1, 20)))
-        v = t + timedelta(days=8)
-        d.leak_day = v.date()
+        vote = t + timedelta(days=8)
+        d.leak_day = vote.date()
         d.plant_markup = _markup(pub=("jsonld_datePublished", pg.iso_z(t), t))
         d.paragraphs = d.paragraphs[:2] + [
-            (f"On {v.strftime('%B')} {v.day}, the committee voted to approve the plan, and the first "
+            (f"On {vote.strftime('%B')} {vote.day}, the committee voted to approve the plan, and the first "
              f"contracts were signed the same afternoon.")] + d.paragraphs[2:]
         out.append(d)
         # timezone offsets whose local day differs from the UTC day
@@ -310,21 +313,21 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
         # charsets
         title, paras = planted.CP1252_TEXT
         out.append(Doc(url="", kind="charset", title=title, summary=paras[0], paragraphs=paras,
-                       t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), encoding="cp1252",
+                       t_true=when(), crawl=CRAWL_LATER, host=rng.choice(g.OUTLETS), encoding="cp1252",
                        charset="utf-8", header_charset="utf-8", source="pub", decoys=False,
                        note="declared utf-8, bytes cp1252: decodes with a fallback, English, kept"))
         title, paras = planted.RUSSIAN
         out.append(Doc(url="", kind="charset", title=title, summary=paras[0], paragraphs=paras,
-                       t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), encoding="cp1251",
+                       t_true=when(), crawl=CRAWL_LATER, host=rng.choice(g.OUTLETS), encoding="cp1251",
                        charset="windows-1251", header_charset="windows-1251", lang="ru", expect="drop",
                        stage="lang", reason="not_english_page", source="pub", decoys=False,
                        note="declared windows-1251 Russian"))
         title, paras = planted.NO_CHARSET_TEXT
         out.append(Doc(url="", kind="charset", title=title, summary=paras[0], paragraphs=paras,
-                       t_true=when(), crawl=None, host=rng.choice(g.OUTLETS), charset=None,
+                       t_true=when(), crawl=CRAWL_LATER, host=rng.choice(g.OUTLETS), charset=None,
                        header_charset=None, source="pub", decoys=False,
                        note="utf-8 bytes, no charset declared"))
     for d in out:
-        if d.crawl is None:
+        if d.crawl is CRAWL_LATER:
             d.crawl = crawl_after(rng, d.t_true)
     return out

@@ -15,6 +15,7 @@ import random
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import overload
 
 PUB_RULES = ["jsonld_datePublished", "jsonld_dateCreated", "meta_article_published_time",
              "meta_og_published_time", "itemprop_datePublished", "meta_name_date", "time_pubdate",
@@ -28,7 +29,16 @@ OFFSETS = [timedelta(hours=5, minutes=30), timedelta(hours=-4), timedelta(hours=
            timedelta(hours=-7)]
 
 
+@overload
+def iso_z(dt: datetime) -> str: ...
+
+
+@overload
+def iso_z(dt: None) -> None: ...
+
+
 def iso_z(dt: datetime | None) -> str | None:
+    """`dt` in UTC as YYYY-MM-DDTHH:MM:SSZ (None stays None)."""
     return None if dt is None else dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

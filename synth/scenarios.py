@@ -9,6 +9,7 @@ the prose) and carries sentence pools: `yes`/`no` for Yes/No questions, `pro` (w
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -82,7 +83,7 @@ class Scenario:
     name: str
     category: str
     kind: str  # yesno | named | multi
-    make: object  # (rng, close, n_options) -> Facts
+    make: Callable[[random.Random, datetime, int], Facts]  # (rng, close, n_options) -> Facts
     headlines: list[str]
     background: list[str]
     schedule: list[str]

@@ -240,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
         w = self.world
         # logged on arrival, its status set before the headers go out: a client that has its answer
         # finds the request in the log
-        self._entry = [self.command, self.path, self.headers.get("Range"), None]
+        self._entry: list[Any] = [self.command, self.path, self.headers.get("Range"), None]
         with w._lock:
             w.active += 1
             w.peak_active = max(w.peak_active, w.active)
@@ -356,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
                 sent += len(block)
         with w._lock:
             w.bytes_sent[name] = w.bytes_sent.get(name, 0) + sent
-        if cut < length:
+        if fault is not None and cut < length:  # cut short only by a fault
             self.wfile.flush()
             if fault.kind == "reset":  # RST instead of FIN
                 with contextlib.suppress(OSError):

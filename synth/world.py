@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,7 @@ def _plan(preset: Preset, rng: random.Random) -> list[tuple[str | None, str, dic
         plan.append((None, "eval", {}))
     # guaranteed variants among the good events
     goods = [j for j, p in enumerate(plan)]
-    specials = [{"aug": "late_loser"}, {"aug": "late_winner"}, {"scenario": "match"},
+    specials: list[dict[str, Any]] = [{"aug": "late_loser"}, {"aug": "late_winner"}, {"scenario": "match"},
                 {"null_negrisk": True}]
     for n, spec in enumerate(specials):
         if n < len(goods):

@@ -169,8 +169,8 @@ def _show_result(tool: str, info: dict[str, Any], out: TextIO) -> None:
         if res.get("body_truncated"):
             print("[article cut]", file=out)
     elif isinstance(res, dict) and ("added" in res or "superseded" in res):
-        entry = res.get("added") or res.get("superseded")
-        print(f"notebook entry {entry['entry_id']}: {entry['status']}", file=out)
+        entry = res.get("added") or res.get("superseded") or {}
+        print(f"notebook entry {entry.get('entry_id')}: {entry.get('status')}", file=out)
     elif isinstance(res, dict) and res.get("recorded"):
         print(f"forecast recorded for {res['forecast_date']}: {res['probabilities']}", file=out)
     if info.get("message"):

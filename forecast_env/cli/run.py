@@ -98,13 +98,14 @@ def report_cmd(args: argparse.Namespace) -> int:
     run_dir = _run_dir(args)
     if not run_dir.is_dir():
         raise RunError(f"{run_dir}: no such run directory; runs live under WS/runs/")
-    compare = False if args.no_compare else None
+    compare: Path | bool | None = False if args.no_compare else None
     if args.compare:
-        compare = Path(args.compare)
-        if not compare.is_dir() and args.workspace:
+        given = Path(args.compare)
+        if not given.is_dir() and args.workspace:
             from forecast_env.store import Workspace
 
-            compare = Workspace.at(args.workspace).runs_dir / args.compare
+            given = Workspace.at(args.workspace).runs_dir / args.compare
+        compare = given
     paths = build_report(run_dir, out=args.out, config=section_config(args, "benchmark"), compare=compare)
     print(Path(paths["markdown"]).read_text())
     print(f"markdown: {paths['markdown']}\nhtml:     {paths['html']}\njson:     {paths['json']}")

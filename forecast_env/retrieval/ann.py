@@ -143,7 +143,7 @@ def build_ivf(out: Path, shards: Sequence[Path], params: dict[str, Any]) -> dict
     order): trained on every row before the first one it covers (the earlier months, and the month's
     own rows before `params["start"]`), the covered rows added in order (ids = local rows); written to
     `out`; returns the manifest entry."""
-    from forecast_env.store import atomic_path
+    from forecast_env.retrieval.layout import write_faiss_index
 
     flat = read_index(shards[-1])
     d = flat.d
@@ -171,33 +171,120 @@ def build_ivf(out: Path, shards: Sequence[Path], params: dict[str, Any]) -> dict
     for a in range(start, flat.ntotal, step):
         z = min(flat.ntotal, a + step)
         ivf.add_with_ids(np.ascontiguousarray(flat.reconstruct_n(a, z - a) - mean), np.arange(a, z, dtype=np.int64))
-    with atomic_path(out) as tmp:
-        faiss.write_index(ivf, str(tmp))
+    write_faiss_index(ivf, out)  # through a Python file: a full disk raises
     entry = {"kind": "ivf", "nlist": nlist, "nprobe": int(params["nprobe"]), "candidates": int(params["candidates"]),
              "train_rows": len(train), "codes": codes}
     return entry | ({"start": start} if start else {})
 
 
-def search_ivf(ivf: faiss.Index, flat: faiss.Index, queries: np.ndarray, k: int, sel: Any, nprobe: int,
-               candidates: int, eligible: int) -> tuple[np.ndarray, np.ndarray]:
+#: Unit roundoff of float32, and the most a stored vector's norm may exceed 1 (stored vectors are unit
+#: vectors; float16 shards round each component by at most 2^-11 relative).
+U32 = 2.0 ** -24
+NORM_MAX = 1.01
+#: Fixed-point bits of the deterministic score: each product x_i * q_i (exact in float64) is floored to
+#: a multiple of 2^-FIXED_BITS and the integers are summed exactly (int64), so the score is one number
+#: whatever the summation order, threads, SIMD level or BLAS kernel; it is within d * 2^-40 (3.5e-10
+#: at d = 384) of the exact inner product, 170 times finer than a float32 score's last bit near 1.
+FIXED_BITS = 40
+
+
+def fixed_dot(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Deterministic inner products of rows `x` with `q` (see FIXED_BITS): float64, exactly
+    sum(floor(x_i * q_i * 2^40)) / 2^40, for |x| * |q| below 2^12."""
+    p = np.multiply(np.asarray(x, np.float32), np.asarray(q, np.float32), dtype=np.float64)  # exact products
+    fixed = np.floor(np.ldexp(p, FIXED_BITS)).astype(np.int64)
+    return np.ldexp(fixed.sum(axis=-1).astype(np.float64), -FIXED_BITS)
+
+
+def score_margin(q: np.ndarray, norm_bound: float = NORM_MAX) -> float:
+    """The most a FAISS float32 inner product of `q` with a row of norm <= norm_bound can differ from
+    the exact one, whatever its kernel (any summation order, FMA or not, then rounded to float32)."""
+    d = len(q)
+    gamma = d * U32 / (1 - d * U32) + U32
+    return float(gamma * float(np.linalg.norm(np.asarray(q, np.float64))) * norm_bound * (1 + 1e-6))
+
+
+def exact_top(index: faiss.Index, queries: np.ndarray, k: int, eligible: int, params: Any = None,
+              norm_bound: float = NORM_MAX) -> tuple[np.ndarray, np.ndarray]:
+    """Per query the top-k eligible rows of `index` by `fixed_dot` score, ties by row: (scores, rows)
+    of shape (nq, k), padded with -inf / -1 where fewer rows qualify.
+
+    FAISS proposes candidates (its top kc, any kernel); they are rescored with `fixed_dot`. A row
+    FAISS did not return scores at most its kc-th score t plus `score_margin`, so when the k-th rescored
+    candidate is above t + margin no other row can reach or tie it and the answer is the exact top-k;
+    otherwise kc grows (x4) until it is, or until every eligible row is a candidate."""
+    nq = len(queries)
+    out_s = np.full((nq, k), -np.inf, dtype=np.float64)
+    out_r = np.full((nq, k), -1, dtype=np.int64)
+    todo = np.arange(nq)
+    kc = int(min(eligible, max(2 * k, k + 16)))
+    while len(todo):
+        qs = np.ascontiguousarray(queries[todo])
+        dist, ids = index.search(qs, kc) if params is None else index.search(qs, kc, params=params)
+        again = []
+        for j, i in enumerate(todo.tolist()):
+            valid = ids[j] >= 0
+            cand = ids[j][valid]
+            score = fixed_dot(index.reconstruct_batch(cand), queries[i]) if len(cand) else np.zeros(0)
+            order = np.lexsort((cand, -score))[:k]
+            complete = kc >= eligible or len(cand) < kc  # every eligible row is a candidate
+            if not complete and (len(order) < k or
+                                 not score[order[-1]] > float(dist[j][valid][-1]) + score_margin(queries[i], norm_bound)):
+                again.append(i)
+                continue
+            out_r[i, : len(order)] = cand[order]
+            out_s[i, : len(order)] = score[order]
+        todo = np.asarray(again, dtype=np.int64)
+        kc = int(min(eligible, kc * 4))
+    return out_s, out_r
+
+
+def centroid_norm(ivf: Any) -> float:
+    """The largest norm of an IVF's list centroids (bounds its coarse scores' rounding)."""
+    q = faiss.downcast_index(ivf.quantizer)
+    c = q.reconstruct_n(0, q.ntotal)
+    return float(np.sqrt((c.astype(np.float64) ** 2).sum(1)).max()) if len(c) else 1.0
+
+
+def search_ivf(ivf: Any, flat: faiss.Index, queries: np.ndarray, k: int, sel: Any, nprobe: int,
+               candidates: int, eligible: int, exact: bool = False,
+               cnorm: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-k (local rows, exact scores) per query: IVF candidates under `sel`, re-ranked exactly.
 
-    Returns arrays of shape (nq, k') padded with -1 / -inf where fewer rows qualify."""
+    With `exact` the probed lists are the top `nprobe` by `fixed_dot` score against the centroids
+    (ties by list number; `cnorm` bounds the centroids' norms), and candidates are re-ranked by
+    `fixed_dot` (no BLAS): the same lists and scores on any machine. Returns arrays of shape (nq, k')
+    padded with -1 / -inf where fewer rows qualify."""
     params = faiss.SearchParametersIVF()
     params.nprobe = int(nprobe)
     if sel is not None:
         params.sel = sel
     kc = int(min(max(k, candidates), eligible))
-    _, cand = ivf.search(queries, kc, params=params)
+    if exact:
+        quantizer = faiss.downcast_index(ivf.quantizer)
+        probe = int(min(nprobe, quantizer.ntotal))
+        dq, iq = exact_top(quantizer, queries, probe, int(quantizer.ntotal), None,
+                           (cnorm if cnorm is not None else centroid_norm(ivf)) * NORM_MAX)
+        params.nprobe = probe
+        x = np.ascontiguousarray(queries, dtype=np.float32)
+        iq, dq32 = np.ascontiguousarray(iq), np.ascontiguousarray(dq, dtype=np.float32)
+        dist = np.empty((len(x), kc), dtype=np.float32)
+        cand = np.empty((len(x), kc), dtype=np.int64)
+        # the SWIG call: faiss's Python wrapper of search_preassigned refuses search parameters
+        ivf.search_preassigned_c(len(x), faiss.swig_ptr(x), kc, faiss.swig_ptr(iq), faiss.swig_ptr(dq32),
+                                 faiss.swig_ptr(dist), faiss.swig_ptr(cand), False, params)
+    else:
+        _, cand = ivf.search(queries, kc, params=params)
     kk = min(k, kc)
     rows = np.full((len(queries), kk), -1, dtype=np.int64)
-    scores = np.full((len(queries), kk), -np.inf, dtype=np.float32)
+    scores = np.full((len(queries), kk), -np.inf, dtype=np.float64 if exact else np.float32)
     for i, ids in enumerate(cand):
         ids = ids[ids >= 0]
         if not len(ids):
             continue
-        exact = flat.reconstruct_batch(ids) @ queries[i]
-        order = np.lexsort((ids, -exact))[:kk]
+        vecs = flat.reconstruct_batch(ids)
+        score = fixed_dot(vecs, queries[i]) if exact else vecs @ queries[i]
+        order = np.lexsort((ids, -score))[:kk]
         rows[i, : len(order)] = ids[order]
-        scores[i, : len(order)] = exact[order]
+        scores[i, : len(order)] = score[order]
     return scores, rows

@@ -124,7 +124,7 @@ def build_global_postings(directory: Path, months: Sequence[MonthPostings | Path
     term into its place in memory-mapped output files. A term's postings are its months' runs in
     month order, rows ascending within each: sorted by global row, as the as-of binary search needs.
     """
-    from forecast_env.store import atomic_path, atomic_write_bytes
+    from forecast_env.store import atomic_path, atomic_write_bytes, reserve_space
 
     def month(i: int) -> MonthPostings:
         m = months[i]
@@ -152,6 +152,9 @@ def build_global_postings(directory: Path, months: Sequence[MonthPostings | Path
     with atomic_path(directory / "rows.npy") as tmp_rows, atomic_path(directory / "tfs.npy") as tmp_tfs:
         out_rows = np.lib.format.open_memmap(tmp_rows, mode="w+", dtype=np.int32, shape=(total,))
         out_tfs = np.lib.format.open_memmap(tmp_tfs, mode="w+", dtype=np.float32, shape=(total,))
+        # a full disk fails here with an error, not later as SIGBUS in a mapped write
+        reserve_space(tmp_rows, directory / "rows.npy")
+        reserve_space(tmp_tfs, directory / "tfs.npy")
         fill = indptr[:-1].copy()  # next free slot of each global term
         offset = 0
         for i in range(len(months)):

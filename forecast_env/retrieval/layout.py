@@ -85,10 +85,23 @@ def day_number(d: date) -> int:
 
 def save_npy(path: Path, arr: np.ndarray) -> None:
     """Write one index array atomically."""
+    from forecast_env.store import atomic_save_npy
+
+    atomic_save_npy(path, np.ascontiguousarray(arr))
+
+
+def write_faiss_index(index: Any, path: Path) -> None:
+    """Write a FAISS index atomically through a Python file, so a failed write raises.
+
+    `faiss.write_index(index, filename)` only prints a close error when the last buffer cannot be
+    written (a full disk) and leaves a short file that would be renamed into place as complete.
+    """
+    import faiss
+
     from forecast_env.store import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(arr))
+        faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
 
 
 def embedding_identity(embed: dict[str, Any]) -> dict[str, Any]:

@@ -438,6 +438,24 @@ class OnnxEncoder:
             start += size
         return out
 
+    def encode_one_thread(self, texts: Sequence[str]) -> np.ndarray:
+        """`encode` on a one-thread session (queries: the vector does not depend on the machine's cores)."""
+        if not self.cpu:
+            return self.encode(texts)
+        if self._single is None:
+            with self._lazy:
+                if self._single is None:
+                    self._single = self._session(1, ["CPUExecutionProvider"])
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        encs = [self.tokenizer.encode(t) for t in texts]
+        for i, e in enumerate(encs):
+            ids = np.asarray([e.ids], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            if "token_type_ids" in self.inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            out[i] = self._single.run(None, feed)[0][0]
+        return out
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One pooled float32 vector per text (length-sorted batches; output in input order)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -3,9 +3,10 @@ verifiers rollout service and the OpenEnv server. benchmarks/bench_sessions.py r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -237,66 +238,99 @@ def test_openenv_cap_refuses_and_a_vanished_client_leaves_an_incomplete_part(mic
     assert all(f.get("missing") for f in p["forecasts"])  # its unplayed dates: missing, never scored
 
 
+def capacity_refused(ws_url: str) -> bool:
+    """Whether a new connection is refused for the session cap. It asks for its state: an admitted connection is
+    answered with the state, a refused one gets the refusal, which the server sends before reading anything (so
+    no timeout decides it)."""
+    from websockets.exceptions import ConnectionClosed
+
+    with ws_connect(ws_url, open_timeout=60) as raw:
+        try:
+            raw.send(json.dumps({"type": "state"}))
+        except ConnectionClosed:  # refused and closed already: the refusal is still queued for recv
+            pass
+        reply = json.loads(raw.recv(timeout=60))
+    return reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
+
+
+class LagAfterReply:
+    """ASGI middleware outside the server's gates: once the reply to the first message containing `marker` has
+    gone out, that connection's handler task stops until `release` is set: a server loop that gets back to a
+    handler late (as on a loaded machine), or a reply stuck in a send to a client that stopped reading."""
+
+    def __init__(self, app: Any, marker: str) -> None:
+        self.app = app
+        self.marker = marker
+        self.lagging = threading.Event()
+        self.release = threading.Event()
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        armed = False
+
+        async def recv() -> dict:
+            nonlocal armed
+            message = await receive()
+            armed = armed or (message.get("type") == "websocket.receive" and self.marker in (message.get("text") or ""))
+            return message
+
+        async def snd(message: dict) -> None:
+            nonlocal armed
+            if armed and message["type"] == "websocket.send":
+                armed = False
+                self.lagging.set()  # before the reply goes out: the client sees the lag begun
+                await send(message)
+                await asyncio.to_thread(self.release.wait, 120)
+                return
+            await send(message)
+
+        await self.app(scope, recv, snd)
+
+
 def test_openenv_idle_timeout_frees_a_silent_clients_slot(micro_events: Path) -> None:
     """A connected client that stops sending keeps its slot until the idle clock passes the timeout; then the
-    server closes it (its part incomplete, its dates missing) and a new client connects under the cap."""
-    from forecast_env.adapters.openenv import ForecastAction, serve
+    server closes it (its part incomplete, its dates missing) and a new client connects under the cap. The
+    server's handler of the silent client lags behind its last reply all along (`LagAfterReply`): the idle clock
+    counts from the reply, and the reap frees the slot itself, so the newcomer's admission does not wait on
+    that handler."""
+    from forecast_env.adapters.openenv import ForecastAction, OpenEnvServer, make_app
 
     clock = FakeClock()
     eps = load_episodes(micro_events, "eval", None)[:2]
-    with serve(micro_events, split="eval", max_sessions=2, idle_timeout=60, clock=clock,
-               run_id=f"load-oe-idle-{secrets.token_hex(3)}") as server:
-        driver = OpenEnvDriver(server)
-        ws_url = server.base_url.replace("http://", "ws://") + "/ws"
-
-        def refused_once() -> bool:
-            with ws_connect(ws_url) as raw:
-                try:
-                    reply = json.loads(raw.recv(timeout=5))
-                except TimeoutError:  # admitted: OpenEnv says nothing until the client speaks
-                    return False
-            return reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
-
-        def settle(check: Callable[[], Any], seconds: float = 20.0) -> Any:
-            """`check()` until it holds: a reaped session's slot is released by the server's own tasks, which
-            a loaded machine may run a moment after the admission it freed the slot for."""
-            deadline = time.monotonic() + seconds
-            while True:
-                try:
-                    got = check()
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    got = None
-                if got or time.monotonic() > deadline:
-                    return got
-                time.sleep(0.25)
-
-        def refused() -> bool:
-            return bool(settle(refused_once))
-
-        silent, busy = driver.open(Unit(eps[0].event_id)), driver.open(Unit(eps[1].event_id))
-        silent_rollout = driver.rollout(silent)
-        assert not driver.call(silent, "search", {"query": "election"}).error
-        clock.now += 59
-        assert not driver.call(busy, "search", {"query": "oil"}).error  # busy keeps itself active
-        assert refused()  # neither is idle yet (59 s of 60): the cap holds
-        assert server.reap_idle() == 0
-        clock.now += 2  # silent: 61 s without a message; busy: 2 s
-        newcomer = settle(lambda: driver.open(Unit(eps[0].event_id)))  # admitted: the silent client's slot was freed
-        with pytest.raises(Exception):  # noqa: B017 - the server closed the silent client's connection
-            silent["client"].step(ForecastAction(tool="search", args={"query": "late"}))
-        assert refused()  # busy + newcomer: at the cap again
-        assert not driver.call(busy, "search", {"query": "oil again"}).error  # the active one plays on
-        clock.now += 30
-        assert server.reap_idle() == 0  # nobody idle past 60 s
-        for h in (busy, newcomer):
-            driver.finish(h)
+    app, trun, token = make_app(micro_events, split="eval", max_sessions=2, idle_timeout=60, clock=clock,
+                                run_id=f"load-oe-idle-{secrets.token_hex(3)}")
+    lag = LagAfterReply(app, marker="election")
+    with OpenEnvServer(lag, trun, token, "127.0.0.1", 0) as server:
         try:
-            silent["client"].close()
-        except Exception:  # its connection is gone already
-            pass
-        label = driver.label
+            driver = OpenEnvDriver(server)
+            ws_url = server.base_url.replace("http://", "ws://") + "/ws"
+            silent, busy = driver.open(Unit(eps[0].event_id)), driver.open(Unit(eps[1].event_id))
+            silent_rollout = driver.rollout(silent)
+            assert not driver.call(silent, "search", {"query": "election"}).error
+            assert lag.lagging.is_set()  # the server's handler of `silent` is now stopped after its reply
+            clock.now += 59
+            assert not driver.call(busy, "search", {"query": "oil"}).error  # busy keeps itself active
+            assert capacity_refused(ws_url)  # neither is idle yet (59 s of 60): the cap holds
+            assert server.reap_idle() == 0
+            clock.now += 2  # silent: 61 s since its last reply; busy: 2 s
+            newcomer = driver.open(Unit(eps[0].event_id))  # admitted: the reap freed the silent client's slot
+            assert capacity_refused(ws_url)  # busy + newcomer: at the cap again
+            lag.release.set()
+            with pytest.raises(Exception):  # noqa: B017 - the server closed the silent client's connection
+                silent["client"].step(ForecastAction(tool="search", args={"query": "late"}))
+            assert not driver.call(busy, "search", {"query": "oil again"}).error  # the active one plays on
+            clock.now += 30
+            assert server.reap_idle() == 0  # nobody idle past 60 s
+            for h in (busy, newcomer):
+                driver.finish(h)
+            try:
+                silent["client"].close()
+            except Exception:  # its connection is gone already
+                pass
+            label = driver.label
+        finally:
+            lag.release.set()  # a failed check leaves no handler waiting on it
     p = json.loads(part_path(server.run.run_dir, Task(label, eps[0].event_id, silent_rollout)).read_text())
     tools = [t["tool"] for t in p["tool_calls"]]
     assert p["complete"] is False and tools[0] == "search" and set(tools[1:]) == {"skip_date"}

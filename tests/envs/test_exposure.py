@@ -50,6 +50,9 @@ def exposed(*qs: QuestionText) -> dict:
     "Will the currency rise now that Ana Moreau has won the election?",
     "Will Ana Moreau, the winner of the election, visit Kestia?",
     "Will new president Ana Moreau visit Kestia?",
+    "Ana Moreau took the Veltria presidential election: will the currency rise?",  # issue 31: held-out phrasings
+    "With Ana Moreau confirmed as the winner of the election, will the currency rise?",
+    "Ana Moreau captured the presidency: will the currency rise?",
 ])
 def test_presupposing_titles_expose_the_bundle(title: str) -> None:
     e = exposed(BUNDLE, Q("f", title, ["Yes", "No"], first=D0 + timedelta(days=5)))
@@ -63,6 +66,10 @@ def test_presupposing_titles_expose_the_bundle(title: str) -> None:
     "Will Ana Moreau win by more than ten points?",
     "Will Ana Moreau be elected with a majority?",
     "Ana Moreau named a running mate: will the polls move?",  # X acting, not X chosen
+    "Ana Moreau took part in the election debate: will the polls move?",  # "took" without a contest taken
+    "Ana Moreau took the lead in the election race: will the polls move?",
+    "Ana Moreau took questions on the election: will the polls move?",
+    "If Ana Moreau took the election, would the currency rise?",
 ])
 def test_neutral_mentions_do_not_expose(title: str) -> None:
     assert exposed(BUNDLE, Q("f", title, ["Yes", "No"])) == {}

@@ -350,6 +350,30 @@ def test_replay_check_fails_on_a_nondeterministic_agent(micro_events: Path) -> N
     assert res.examples and "/forecasts" in res.examples[0]["first_difference"]
 
 
+def test_replay_check_replays_on_another_thread_count_and_simd_level(micro_events: Path, monkeypatch) -> None:
+    """Check 5's third run is a child process under another OMP thread count and FAISS SIMD level; it
+    PASSes on identical logs and FAILs, naming that machine, when the child's logs differ."""
+    import faiss
+
+    from forecast_env.eval import audit_replay
+
+    res = run_audit(micro_events, "eval", checks=["replay"], settings=FAST).check("replay")
+    assert res.verdict == PASS, res.reason
+    env = res.figures["other_machine"]
+    assert env["FAISS_SIMD_LEVEL"] != faiss.SIMDConfig.get_level_name()
+    assert int(env["OMP_NUM_THREADS"]) != faiss.omp_get_max_threads()
+    real = audit_replay.replay_elsewhere
+
+    def perturbed(*a, **kw):
+        logs = real(*a, **kw)
+        logs[-1]["forecasts"][0]["probabilities"] = {"tampered": 1.0}
+        return logs
+
+    monkeypatch.setattr(audit_replay, "replay_elsewhere", perturbed)
+    res = run_audit(micro_events, "eval", checks=["replay"], settings=FAST).check("replay")
+    assert res.verdict == FAIL and "under {'OMP_NUM_THREADS'" in res.examples[0]["first_difference"]
+
+
 def test_cli_exit_codes(micro_events: Path, tmp_path: Path, capsys) -> None:
     from forecast_env.cli.main import main
 

@@ -89,8 +89,9 @@ def test_check1_catches_a_date_on_or_after_the_exposure_day(siblings, tmp_path: 
 
 
 def test_the_audit_detector_is_its_own(siblings) -> None:
-    """Held-out phrasings the build's cue list misses ("X took ...") are still counted by the audit."""
-    s = normalize("Marlow Bay Herons took the Grand Rugby Championship title race: will it rain?")
+    """A phrasing the build's cue list leaves out ("X claimed <contest>": the build needs no such verb, as "X
+    claimed the election was stolen" reads the same way) is still counted by the audit."""
+    s = normalize("Marlow Bay Herons claimed the Grand Rugby Championship title race: will it rain?")
     i = s.index("marlow")
     assert cued(s, i, i + len("marlow bay herons")) is not None
     from datetime import date
@@ -99,9 +100,41 @@ def test_the_audit_detector_is_its_own(siblings) -> None:
 
     q = QuestionText("b", "Grand Rugby Championship title race", "", ("Marlow Bay Herons", "Ashby Wolves", "Oak FC"),
                      date(2026, 1, 1), date(2026, 2, 1))
-    f = QuestionText("f", "Marlow Bay Herons took the Grand Rugby Championship title race: will it rain?", "",
+    f = QuestionText("f", "Marlow Bay Herons claimed the Grand Rugby Championship title race: will it rain?", "",
                      ("Yes", "No"), date(2026, 1, 5), date(2026, 2, 1))
-    assert find_exposures([q, f]).exposures == {}  # the build misses this phrasing (held out)
+    assert find_exposures([q, f]).exposures == {}  # the build's list leaves this verb out
+
+
+@pytest.fixture(scope="module")
+def siblings_heldout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_siblings(tmp_path_factory.mktemp("siblings-heldout-audit"), "siblings_heldout")
+
+
+def test_check6_passes_on_the_held_out_phrasings_with_the_rule_on(siblings_heldout) -> None:
+    """issue 31 item 5: check 6 FAILed 1 of 64 train dates of `siblings_heldout` with the rule on. The date
+    (pm-95888 on 2025-12-24, exposed by "Marlow Bay Herons took the Grand Rugby Championship title race: ...")
+    was a true exposure (truth.json plants it, expect "cut") that the build's cue list missed; the build now
+    reads "X took <contest>" and the headline passive "X confirmed as the winner of", so every planted exposure
+    is cut and the count finds no date on either split."""
+    from datetime import date
+
+    from _siblings import truth_exposures
+
+    from forecast_env.envs.event_tables import load_events
+
+    t = load_events(siblings_heldout["on"])
+    ev = {r["event_id"]: r for r in t.events.iter_rows(named=True)}
+    exc = {r["event_id"]: r["reason"] for r in t.excluded.iter_rows(named=True)}
+    for x in truth_exposures(siblings_heldout["world"]):
+        q = x["exposed"]
+        if x["expect"] == "none":
+            assert ev[q]["exposure_day"] is None, x
+        elif exc.get(q) != "exposed_early":
+            assert ev[q]["exposure_day"] is not None and ev[q]["exposure_day"] <= date.fromisoformat(x["from"]), x
+    for split in ("train", "eval"):
+        c = run_audit(siblings_heldout["on"], split, checks=["siblings"], settings=FAST).check("siblings")
+        assert c.figures["count_exposed_dates"] == 0 and c.examples == [], (split, c.examples)
+        assert c.verdict == PASS, (split, c.reason)
 
 
 @pytest.mark.parametrize("text, expect", [
