@@ -119,9 +119,9 @@ def test_query_vectors_are_cached_and_identical() -> None:
     calls: list[list[str]] = []
 
     class Counting(Embedder):
-        def _encode(self, texts, prompt, progress):  # type: ignore[override]
+        def _encode(self, texts, prompt, progress, query=False):  # type: ignore[override]
             calls.append(list(texts))
-            return super()._encode(texts, prompt, progress)
+            return super()._encode(texts, prompt, progress, query=query)
 
     emb = Counting(query_cache_size=2)
     a = emb.encode_queries(["rate decision", "election polls", "rate decision"])
