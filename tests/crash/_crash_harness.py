@@ -142,6 +142,35 @@ def kill_chain(cmd: Command, points: Sequence[str], reference: dict[str, Any],
     return out
 
 
+def seeded_chain(cmd: Command, n_full: int, kills: int, rng: random.Random, reference: dict[str, Any],
+                 count_file: Path, check: Callable[[Command], list[str]] | None = None,
+                 outcome: Outcome | None = None, before_final: Callable[[], None] | None = None) -> Outcome:
+    """Like `kill_chain`, the points drawn as the chain goes: the next kill is at crossing k (any label) of
+    the next run, k uniform over what is left of the `n_full` crossings of an uninterrupted run (what the
+    killed runs crossed counts as done), so resumed runs, which do less, are still killed mid-way. The
+    chain stops early once a run finishes before its point; then the final rerun and the comparison."""
+    out = outcome or Outcome(cmd.stage)
+    done = 0
+    for _ in range(kills):
+        k = rng.randint(1, max(1, n_full - done))
+        count_file.unlink(missing_ok=True)
+        proc = run_command(cmd, crash=f"*:{k}", count_file=count_file)
+        if proc.returncode == 0:
+            out.finished_before_the_point += 1
+            break
+        if proc.returncode != -signal.SIGKILL:
+            out.problems.append(f"{cmd.stage} at *:{k}: exit {proc.returncode}: {proc.stderr.strip()[-1500:]}")
+            return out
+        crossed = count_file.read_text().splitlines() if count_file.exists() else []
+        out.kills[crossed[-1].split(" ", 1)[1] if crossed else "?"] += 1
+        done += len(crossed)
+        problems = scan_state(cmd, reference) + (check(cmd) if check else [])
+        out.problems += [f"{cmd.stage} after a kill at *:{k}: {p}" for p in problems]
+    if before_final is not None:  # e.g. a signal stop of a resumed run
+        before_final()
+    return kill_chain(cmd, [], reference, check, outcome=out)
+
+
 # ---------------------------------------------------------------------------------------------
 # artefacts, normalized
 # ---------------------------------------------------------------------------------------------

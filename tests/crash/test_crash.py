@@ -16,7 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _crash_harness import Command, Outcome, count_points, kill_chain, run_command, scan_state, schedule
+from _crash_harness import (
+    Command,
+    Outcome,
+    count_points,
+    kill_chain,
+    run_command,
+    scan_state,
+    schedule,
+    seeded_chain,
+)
 from _crash_stages import (
     check_mirror,
     check_months,
@@ -116,7 +125,7 @@ def _signal_run(cmd: Command, point: str, sig: str, reference: dict) -> list[str
 
 
 def _stage(cmd_ref: Command, cmd: Command, tmp: Path, kills: int, sig: str | None, check=None,
-           seed: int = SEED, chains: int = 1, reset=None) -> Outcome:
+           seed: int = SEED, chains: int = 1, reset=None, seeded: bool = False) -> Outcome:
     """Reference run, then `chains` chains of `kills` seeded SIGKILLs (+ one signal stop) each, reruns."""
     reference, labels = _reference(cmd_ref, tmp)
     assert labels, f"{cmd.stage}: the command crossed no crash point"
@@ -125,6 +134,14 @@ def _stage(cmd_ref: Command, cmd: Command, tmp: Path, kills: int, sig: str | Non
     for chain in range(chains):
         if chain and reset is not None:
             reset()
+        if seeded:  # the benchmark: points drawn as the chain goes, then a signal stop of the resumed run
+            def stop(point: str = schedule(labels, 1, rng)[0]) -> None:
+                out.problems.extend(_signal_run(cmd, point, sig, reference))
+                out.kills[f"SIG{sig}"] += 1
+
+            seeded_chain(cmd, len(labels), kills, rng, reference, tmp / "count-chain.txt", check, outcome=out,
+                         before_final=stop if sig else None)
+            continue
         points = schedule(labels, kills + (1 if sig else 0), rng)
         stop = points.pop() if sig else None
         half = len(points) // 2
@@ -213,26 +230,26 @@ def test_crash_benchmark(warc_dir: Path, indexed_ws: Path, events_ws: Path, micr
     kills = int(os.environ.get("CRASH_KILLS", "14"))
     outcomes = []
     outcomes.append(_stage(corpus_command(warc_dir, tmp_path / "c_ref"), corpus_command(warc_dir, tmp_path / "c_ws"),
-                           tmp_path, kills, "INT", check_parts, chains=chains,
+                           tmp_path, kills, "INT", check_parts, chains=chains, seeded=True,
                            reset=lambda: fresh_copy(tmp_path / "c_ref", tmp_path / "c_ws", drop=("corpus",))))
     ref = fresh_copy(indexed_ws, tmp_path / "i_ref", drop=("index",))
     ws = fresh_copy(indexed_ws, tmp_path / "i_ws", drop=("index",))
     outcomes.append(_stage(index_command(ref), index_command(ws), tmp_path, kills, "TERM", check_months,
-                           chains=chains, reset=lambda: fresh_copy(indexed_ws, ws, drop=("index",))))
+                           chains=chains, seeded=True, reset=lambda: fresh_copy(indexed_ws, ws, drop=("index",))))
     ref = fresh_copy(indexed_ws, tmp_path / "e_ref")
     ws = fresh_copy(indexed_ws, tmp_path / "e_ws")
     pm = micro_world / "polymarket"
     outcomes.append(_stage(events_command(pm, ref), events_command(pm, ws), tmp_path, kills, "INT",
-                           chains=chains, reset=lambda: fresh_copy(indexed_ws, ws)))
+                           chains=chains, seeded=True, reset=lambda: fresh_copy(indexed_ws, ws)))
     ref = fresh_copy(events_ws, tmp_path / "r_ref")
     ws = fresh_copy(events_ws, tmp_path / "r_ws")
     outcomes.append(_stage(run_command_for(ref), run_command_for(ws), tmp_path, kills, "TERM",
-                           chains=chains, reset=lambda: fresh_copy(events_ws, ws)))
+                           chains=chains, seeded=True, reset=lambda: fresh_copy(events_ws, ws)))
     months = _months(served)
     mirror = tmp_path / "f_ws" / "mirror"
     outcomes.append(_stage(fetch_command(served.url, tmp_path / "f_ref" / "mirror", months),
                            fetch_command(served.url, mirror, months), tmp_path, kills, "TERM",
-                           check_mirror(served.files), chains=chains,
+                           check_mirror(served.files), chains=chains, seeded=True,
                            reset=lambda: fresh_copy(tmp_path / "f_ref", tmp_path / "f_ws", drop=("mirror",))))
     figures = {o.stage: {"kill_points": dict(sorted(o.kills.items())), "sigkills": o.total - sum(
         v for k, v in o.kills.items() if k.startswith("SIG")), "finished_before_the_point": o.finished_before_the_point,
