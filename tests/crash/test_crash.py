@@ -108,6 +108,7 @@ def _reference(cmd: Command, tmp: Path) -> tuple[dict, list[str]]:
 
 def _signal_run(cmd: Command, point: str, sig: str, reference: dict) -> list[str]:
     """Stop `cmd` at `point` with SIGTERM or SIGINT: one stderr line, exit 143 / 130, a clean state."""
+    before = {t for root in cmd.roots for t in root.rglob(".*.tmp")}  # left by earlier SIGKILLs, not by this stop
     proc = run_command(cmd, crash=point, sig=sig)
     if proc.returncode == 0:
         return []  # it had finished before the point (a resumed run with little left)
@@ -120,7 +121,7 @@ def _signal_run(cmd: Command, point: str, sig: str, reference: dict) -> list[str
         problems.append(f"SIG{sig} at {point}: stderr is not one interrupted line: {proc.stderr[-1500:]!r}")
     problems += scan_state(cmd, reference)
     for root in cmd.roots:  # the interrupted run removed the temporary files of its writes in flight
-        problems += [f"{p}: a temporary file left by SIG{sig}" for p in root.rglob(".*.tmp")]
+        problems += [f"{p}: a temporary file left by SIG{sig}" for p in root.rglob(".*.tmp") if p not in before]
     return problems
 
 
