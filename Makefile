@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q torch==2.13.0
 	# the verifiers extra too: tests/adapters/test_verifiers.py runs verifiers' own rollout loop (it skips without it);
 	# the trainers' extras (trl, skyrl, openenv): tests/adapters/test_{trl,skyrl,openenv}.py run their libraries' loops
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers,trl,skyrl,openenv]' \
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers,trl,skyrl,openenv,s3]' \
 		--config-settings editable_mode=strict
 	# the default embedding backend's model files, once per machine (~40 s: ONNX export + calibrated int8),
 	# so that the first index build (make demo's included) does not pay for them

@@ -161,18 +161,11 @@ def play(driver: Driver, unit: Unit, seed: int, clock: Callable[[], float] = tim
 def recorded_episode(run_dir: Path, label: str, event_id: str, rollout: int) -> dict[str, Any]:
     """A recorded part as the comparison reads it: what was played, without rollout numbers, timings, ids."""
     from forecast_env.eval.runs import Task, part_path
+    from forecast_env.store import drop_keys
 
     part = json.loads(part_path(run_dir, Task(label, event_id, rollout)).read_text())
-    return _strip({k: part.get(k) for k in ("event_id", "forecasts", "tool_calls", "notebook", "steps",
-                                               "complete", "session")})
-
-
-def _strip(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {k: _strip(v) for k, v in x.items() if k not in VOLATILE_KEYS}
-    if isinstance(x, list):
-        return [_strip(v) for v in x]
-    return x
+    return drop_keys({k: part.get(k) for k in ("event_id", "forecasts", "tool_calls", "notebook", "steps",
+                                               "complete", "session")}, VOLATILE_KEYS)
 
 
 @dataclass

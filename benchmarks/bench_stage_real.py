@@ -91,6 +91,97 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
     return int(counters["records_in"]), articles.num_rows, dt
 
 
+#: The steps `--profile` times: (label, module, attribute). Exclusive CPU time each (a step's time
+#: less the timed steps inside it), so the rows add up to the stage's total with the "other" row.
+PROFILE_STEPS = (
+    ("ours: parse (lxml, once per page)", "forecast_env.corpus_build.extract", "_parse"),
+    ("ours: language gate (sample + fastText)", "forecast_env.corpus_build.langid", "LanguageGate.__call__"),
+    ("ours: page signals", "forecast_env.corpus_build.extract", "page_signals"),
+    ("ours: own body (blocks)", "forecast_env.corpus_build.body", "measure_body"),
+    ("ours: normalize_text", "forecast_env.corpus_build.extract", "normalize_text"),
+    ("ours: language id (fastText, bodies)", "forecast_env.corpus_build.langid", "LanguageIdentifier.english_scores"),
+    ("ours: quality filters (both profiles)", "forecast_env.corpus_build.quality", "profile_verdicts"),
+    ("ours: timestamps", "forecast_env.corpus_build.timestamps", "assign_timestamps"),
+    ("ours: leakage screen", "forecast_env.corpus_build.leakage", "screen_leakage"),
+    ("ours: market quote", "forecast_env.corpus_build.leakage", "find_market_quote"),
+    ("trafilatura: parse (load_html)", "trafilatura.core", "load_html"),
+    ("trafilatura: raw-tree prunes", "trafilatura.core", "prune_unwanted_nodes"),
+    ("trafilatura: forum test", "trafilatura.core", "_forum_thread_page"),
+    ("trafilatura: tree cleaning + tag conversion", "trafilatura.core", "_prepare_tree"),
+    ("trafilatura: main extractor", "trafilatura.core", "extract_content"),
+    ("trafilatura: fallback readability", "trafilatura.external", "try_readability"),
+    ("trafilatura: fallback justext", "trafilatura.external", "justext_rescue"),
+    ("trafilatura: justext in the recall escalation", "trafilatura.core", "justext_rescue"),
+    ("trafilatura: compare (rest)", "trafilatura.core", "compare_extraction"),
+    ("trafilatura: baseline rescue", "trafilatura.core", "baseline"),
+    ("trafilatura: page text for escalation (html2txt)", "trafilatura.core", "html2txt"),
+    ("trafilatura: recall retry (rest)", "trafilatura.core", "_recall_retry"),
+    ("trafilatura: text output (xmltotxt)", "trafilatura.core", "xmltotxt"),
+    ("trafilatura: bare_extraction (rest: options, metadata if on)", "trafilatura.core", "bare_extraction"),
+)
+
+
+@contextlib.contextmanager
+def step_timer():
+    """Wrap PROFILE_STEPS with CPU-time counters; yields {label: [exclusive s, calls]}."""
+    import functools
+    import importlib
+
+    acc: dict[str, list] = {}
+    stack: list[list[float]] = []  # per open call: [start, time of timed calls inside it]
+    undo = []
+    for label, mod_name, attr in PROFILE_STEPS:
+        mod = importlib.import_module(mod_name)
+        owner, name = mod, attr
+        if "." in attr:
+            cls, name = attr.split(".")
+            owner = getattr(mod, cls)
+        fn = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        if isinstance(fn, (classmethod, staticmethod)):
+            continue
+        acc[label] = [0.0, 0]
+
+        def wrap(fn=fn, label=label):
+            @functools.wraps(fn)
+            def timed(*a, **k):
+                frame = [time.process_time(), 0.0]
+                stack.append(frame)
+                try:
+                    return fn(*a, **k)
+                finally:
+                    stack.pop()
+                    dt = time.process_time() - frame[0]
+                    acc[label][0] += dt - frame[1]
+                    acc[label][1] += 1
+                    if stack:
+                        stack[-1][1] += dt
+            return timed
+
+        setattr(owner, name, wrap())
+        undo.append((owner, name, fn))
+    try:
+        yield acc
+    finally:
+        for owner, name, fn in reversed(undo):
+            setattr(owner, name, fn)
+
+
+def profile_variant(warc: Path, variant: str) -> None:
+    """Print where one variant's CPU time goes, per step (exclusive), as a markdown table."""
+    run_variant(warc, variant)  # warm-up
+    with step_timer() as acc:
+        recs, kept, total = run_variant(warc, variant)
+    print(f"\nprofile of `{variant}`: {recs} records, {kept} kept, {total:.2f} CPU s ({recs / total:.1f} records/s/core)")
+    print("| step | calls | CPU s | ms/record | share |\n|---|---:|---:|---:|---:|")
+    rows = sorted(acc.items(), key=lambda kv: -kv[1][0])
+    for label, (s, n) in rows:
+        if n:
+            print(f"| {label} | {n} | {s:.2f} | {1000 * s / recs:.2f} | {s / total:.1%} |")
+    rest = total - sum(s for s, _ in acc.values())
+    print(f"| other (WARC reading, doc ids, extract_page's metadata walk, drop rows) | | {rest:.2f} | "
+          f"{1000 * rest / recs:.2f} | {rest / total:.1%} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     import bench_extract_quality as beq
 
@@ -99,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="at most N pages per set")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--repeat", type=int, default=2, help="run the variants in turn this many times")
+    ap.add_argument("--profile", action="store_true", help="also time each step of every variant (CPU, exclusive)")
     args = ap.parse_args(argv)
     if not args.set:
         print("bench_stage_real: no --set given; see the module docstring. Skipped.")
@@ -126,6 +218,9 @@ def main(argv: list[str] | None = None) -> None:
         for variant in variants:
             recs, kept, dt = best[variant]
             print(f"| {variant} | {recs} | {kept} | {dt:.2f} | {recs / dt:.1f} |", flush=True)
+        if args.profile:
+            for variant in variants:
+                profile_variant(warc, variant)
 
 
 if __name__ == "__main__":

@@ -410,6 +410,73 @@ def trafilatura_body(html: str, url: str) -> str:
     return "\n\n".join(line for line in (text or "").split("\n") if line.strip())
 
 
+def _lean_options(url: str | None):
+    """trafilatura's options for the body path: the defaults of `trafilatura_body` (no comments,
+    images, links or metadata; balanced focus)."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(comments=False, images=False, links=False, with_metadata=False, url=url)
+
+
+def trafilatura_steps(html: str, url: str, *, readability: bool = True, justext: bool = True,
+                      escalation: bool = True, tree=None) -> str:
+    """trafilatura's main-content cascade (2.3's `trafilatura_sequence`, comments off), step by step,
+    each fallback switchable; all on, it gives `trafilatura_body`'s text (tests hold it to that).
+
+    ``readability``: the readability-lxml comparison; ``justext``: jusText's rescue of short or
+    unclean results and its candidate in the recall escalation; ``escalation``: the recall-mode
+    retry of a short result that covers little of the page. ``tree``: an lxml.html parse of html to
+    use (and mutate) instead of parsing it again."""
+    from copy import copy
+
+    from trafilatura import core, external
+    from trafilatura.utils import load_html
+
+    try:
+        options = _lean_options(url or None)
+        if tree is None:
+            tree = load_html(html, options.max_file_size)
+        if tree is None:
+            return ""
+        is_forum = core._forum_thread_page(tree)
+        tree = core.prune_unwanted_nodes(tree, core.RAW_TREE_PRUNE_XPATH)
+        if not is_forum:
+            tree = core.prune_unwanted_nodes(tree, core.REMOVE_COMMENTS_AND_LISTS_XPATH)
+        cleaned, backup = core._prepare_tree(tree, options, url or None)
+        postbody, text = core.extract_content(cleaned, options)
+        if readability:
+            postbody, text = external.compare_extraction(backup, copy(tree), postbody, text, options)
+        elif justext and (postbody.xpath(external.SANITIZED_XPATH) or len(text) < options.min_extracted_size):
+            unclean = bool(postbody.xpath(external.SANITIZED_XPATH))
+            body2, text2 = external.justext_rescue(backup, options)
+            accept = (len(text) <= external.JUSTEXT_OVERRIDE_RATIO * len(text2)) if unclean else len(text) < len(text2)
+            if text2 and accept:
+                postbody, text = body2, text2
+        if len(text) < options.min_extracted_size:
+            b_body, b_text, b_len = core.baseline(tree)
+            if b_len > len(text):
+                postbody, text = b_body, b_text
+        if (escalation and 0 < len(text) < core.ESCALATION_MAX_LENGTH
+                and len(text) < core.ESCALATION_PAGE_SHARE * len(core.html2txt(tree))):
+            r_options = copy(options)
+            r_options.focus = "recall"
+            if not readability:
+                r_options.fast = True  # the retry without the readability comparison either
+            r_body, r_text = core._recall_retry(tree, r_options, url or None)
+            j_body, j_text = (external.justext_rescue(copy(tree), options) if justext else (None, ""))
+            n, r_len, j_len = len(text), len(r_text), len(j_text)
+            if j_len > r_len and j_len > core.ESCALATION_JUSTEXT_RATIO * n:
+                postbody, text = j_body, j_text
+            elif r_len >= options.min_extracted_size and r_len > core.ESCALATION_ACCEPT_RATIO * n:
+                postbody, text = r_body, r_text
+        if len(text) < options.min_output_size:
+            return ""
+        out = core.xmltotxt(postbody, options.formatting)
+    except Exception:
+        return ""
+    return "\n\n".join(line for line in (out or "").split("\n") if line.strip())
+
+
 #: How the body is chosen (`extract_page(..., body_mode=)`; benchmarks/RESULTS.md says why the default).
 BODY_MODES = ("own", "trafilatura", "longer")
 #: The default body path (configs/corpus.yaml `extract.body_mode`): trafilatura's main-content

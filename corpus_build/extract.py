@@ -158,6 +158,12 @@ class PageSignals:
     #: the URL's path shape: "home" (no path), "listing" (/tag/, /category/, /page/N, /search, ...),
     #: "section" (one short path segment, no digits, no file suffix), else "other"
     url_shape: str = "other"
+    #: <p> elements outside the chrome holding text, those of >= 30 words, and the words inside them
+    n_paragraphs: int = 0
+    n_long_paragraphs: int = 0
+    p_words: int = 0
+    #: the URL's path holds a full date (/2026/03/14/, -2026-03-14): a story's address on most news sites
+    url_date: bool = False
 
     @property
     def link_share(self) -> float:
@@ -406,10 +412,11 @@ def url_shape(url: str | None) -> str:
     return "other"
 
 
-def _visible_words(root) -> tuple[int, int, int, int, bool]:
-    """(words of visible text, of it inside <a>, <article> elements, link headings, password input)
-    under root, in one walk of the tree."""
+def _visible_words(root) -> tuple[int, int, int, int, bool, tuple[int, int, int]]:
+    """(words of visible text, of it inside <a>, <article> elements, link headings, password input,
+    (<p> with text, <p> of >= 30 words, words in <p>)) under root, in one walk of the tree."""
     total = link = n_article = n_link_head = 0
+    paragraphs: list = []
     password = False
     stack: list[tuple[Any, bool]] = [(root, False)]  # lxml elements (lxml ships no type stubs)
     heading_stack: list = []
@@ -430,6 +437,8 @@ def _visible_words(root) -> tuple[int, int, int, int, bool]:
             n_article += 1
         elif tag in _LINK_HEADINGS:
             heading_stack.append(el)
+        elif tag == "p":
+            paragraphs.append(el)
         if el.text:
             n = len(el.text.split())
             total += n
@@ -447,7 +456,17 @@ def _visible_words(root) -> tuple[int, int, int, int, bool]:
         linked = sum(len(" ".join(a.itertext()).split()) for a in h.iter("a"))
         if linked * 2 >= words:
             n_link_head += 1
-    return total, link, n_article, n_link_head, password
+    p_counts = [len(" ".join(p.itertext()).split()) for p in paragraphs]
+    p_stats = (sum(1 for n in p_counts if n), sum(1 for n in p_counts if n >= 30), sum(p_counts))
+    return total, link, n_article, n_link_head, password, p_stats
+
+
+def _url_has_date(url: str | None) -> bool:
+    """The URL's path holds a full date (see `PageSignals.url_date`)."""
+    try:
+        return bool(url and _URL_DATE.search(urlsplit(url).path))
+    except ValueError:
+        return False
 
 
 def page_signals(tree, url: str, og_type: str | None, jsonld: list, pub: dict, title: str | None) -> PageSignals:
@@ -456,7 +475,7 @@ def page_signals(tree, url: str, og_type: str | None, jsonld: list, pub: dict, t
     for data in jsonld:
         _jsonld_types(data, 0, types)
     body = tree.find(".//body")
-    total, link, n_article, n_link_head, password = _visible_words(body if body is not None else tree)
+    total, link, n_article, n_link_head, password, p_stats = _visible_words(body if body is not None else tree)
     h1 = tree.find(".//h1")
     heads = [title or "", block_text(h1) if h1 is not None else ""]
     return PageSignals(
@@ -470,6 +489,10 @@ def page_signals(tree, url: str, og_type: str | None, jsonld: list, pub: dict, t
         password_input=password,
         error_title=any(_ERROR_TITLE.search(h) for h in heads if h),
         url_shape=url_shape(url),
+        n_paragraphs=p_stats[0],
+        n_long_paragraphs=p_stats[1],
+        p_words=p_stats[2],
+        url_date=_url_has_date(url),
     )
 
 

@@ -176,6 +176,13 @@ def build_index(
     deterministic vectors: the dense side depends on the model only through the vectors).
     `engine` (default `execution.engine`): `local` embeds in this process, `ray` on Ray actors.
     """
+    from forecast_env import wsio
+
+    if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
+        with wsio.staged(workspace, pull=("corpus/", "index/"), skip=("corpus/parts/",),
+                         publish=("index/",), publish_on_failure=("index/months/",)) as local:
+            return build_index(local, config, progress, embedder=embedder, engine=engine,
+                               ray_address=ray_address, workers=workers)
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
     ws = Workspace.at(workspace)

@@ -245,6 +245,7 @@ def part_keys(articles: pa.Table, dedup_cfg: dict[str, Any]) -> pa.Table:
 def write_part_keys(task: tuple[str, str, dict[str, Any]]) -> str:
     """Compute and atomically write the keys sidecar of one part: (articles path, keys path, dedup cfg)."""
     articles_path, out, dedup_cfg = task
+    crash_point("merge.task")  # at the start of each keys, pair and store task (a worker lost mid-merge)
     table = pq.read_table(articles_path, columns=list(KEY_SOURCE_COLUMNS))
     atomic_write_table(out, part_keys(table, dedup_cfg), None)
     return out
@@ -407,6 +408,7 @@ def _collect_hits(results: Sequence[tuple[PairTask, pl.DataFrame]]) -> pl.DataFr
 
 
 def _run_pair_task(task: PairTask) -> tuple[PairTask, pl.DataFrame]:
+    crash_point("merge.task")
     return task, find_pairs(task)
 
 
@@ -714,6 +716,7 @@ def write_dropped(task: DroppedTask) -> tuple[str, bool, pa.Table, dict[str, dic
 def _run_store_task(task: MonthTask | DroppedTask) -> tuple[str, str, bool, ArticleTally | pa.Table, Any]:
     """(kind, name, written, what the funnel counts of it, then the shard's (size, mtime_ns) for a month
     or the other profiles' differences for a dropped stage)."""
+    crash_point("merge.task")
     if isinstance(task, MonthTask):
         month, written, tally, stat = write_month(task)
         return "articles", month, written, tally, stat

@@ -584,12 +584,11 @@ def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine
     stats = None
     with contextlib.ExitStack() as stack:
         limiter = None
+        if engine == "ray" and tasks:
+            stack.enter_context(ray_session(ray_address, workers, CorpusError))
+            check_shared_storage(tasks[0][1])
         if remote:
             settings = HttpSettings.from_config(cfg)
-            if engine == "ray":
-                stack.enter_context(ray_session(ray_address, workers, CorpusError))
-                if ray_address:
-                    check_shared_storage(Path(tasks[0][1]))
             limiter = stack.enter_context(start_limiter(settings, engine, min(workers, len(tasks))))
         try:
             lock = threading.Lock()
@@ -636,31 +635,39 @@ def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine
     return stats
 
 
-def check_shared_storage(parts_dir: Path) -> None:
-    """On a Ray cluster, check every alive node sees `parts_dir` (each task writes its part there)."""
+def check_shared_storage(parts_dir: Path | str) -> None:
+    """On a Ray cluster, check every alive node sees the local folder `parts_dir` (each task writes its
+    part there). Nodes are keyed by node id: several nodes on one host share an address. A workspace
+    on object storage (`s3://...`, any fsspec URL) is reached by every node alike: nothing to check."""
     import uuid
 
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    if "://" in str(parts_dir):
+        return
+    parts_dir = Path(parts_dir)
     parts_dir.mkdir(parents=True, exist_ok=True)
     probe = parts_dir / f".probe-{uuid.uuid4().hex[:8]}"
     probe.write_text("probe")
     try:
-        @ray.remote(num_cpus=0)
+        @ray.remote(num_cpus=0, max_retries=0)
         def _sees(path: str) -> bool:
             return os.path.exists(path)
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
-        refs = {n["NodeManagerAddress"]: _sees.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-            n["NodeID"], soft=False)).remote(str(probe)) for n in nodes}
-        blind = [addr for addr, ref in refs.items() if not ray.get(ref)]
+        refs = {n["NodeID"]: (n.get("NodeManagerAddress", "?"), _sees.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(str(probe)))
+            for n in nodes}
+        blind = [f"{node_id[:12]} at {addr}" for node_id, (addr, ref) in refs.items() if not ray.get(ref)]
     finally:
         probe.unlink(missing_ok=True)
     if blind:
-        raise CorpusError(f"the workspace folder {parts_dir.parent.parent} is not on storage every Ray node shares "
-                          f"(nodes {', '.join(blind)} cannot see it); put the workspace on a shared filesystem "
-                          "(NFS, a mounted bucket) or build with --engine local")
+        raise CorpusError(f"the workspace folder {parts_dir.parent.parent} is a local path that {len(blind)} of "
+                          f"{len(refs)} Ray nodes cannot see (nodes {', '.join(blind)}); put the workspace on "
+                          "object storage (--workspace s3://bucket/prefix: no shared disk needed, each node "
+                          "keeps only its own scratch), or on a filesystem every node mounts (NFS), or build "
+                          "with --engine local")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,7 +722,23 @@ def build_corpus(
     record's text in the dropped tables (`text_head`, for `corpus why`): a different part, the same
     snapshot id.
     """
+    from forecast_env import wsio
     from forecast_env.corpus_build.report import build_report, dropped_total, render_markdown
+
+    if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
+        with wsio.staged(workspace, pull=("corpus/",), publish=("corpus/",)) as local:
+            publish_part = wsio.publisher(workspace, local)
+
+            def done(path: str) -> None:
+                publish_part(path)
+                if on_file_done:
+                    on_file_done(path)
+
+            summary = build_corpus(warc_paths, local, config=config, workers=workers, engine=engine,
+                                   progress=progress, on_file_done=done, keep_warc=keep_warc,
+                                   keep_dropped_text=keep_dropped_text)
+        summary["paths"] = {**summary["paths"], "workspace": str(workspace), "scratch": str(local)}
+        return summary
 
     t_start = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
@@ -740,6 +763,7 @@ def build_corpus(
     if pending:
         limiter_stats = _process_files(pending, cfg, engine, workers, progress, exec_cfg.get("ray_address"),
                                        on_file_done, keep_warc)
+        _clean_temporaries(ws)  # every task is done: a temporary left now is a lost worker's (a dead node's)
     t_merge = time.perf_counter()
     # a file whose transfer failed has no part: it is left out of this build and listed (a rerun retries it)
     transfer = transfer_summary(inputs, all_parts, limiter_stats)

@@ -13,6 +13,7 @@ kept whole). Each filter's `filter(text)` returns a `FilterResult` whose reason 
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -138,6 +139,10 @@ class PageSignalsLike(Protocol):
     password_input: bool
     error_title: bool
     url_shape: str
+    n_paragraphs: int
+    n_long_paragraphs: int
+    p_words: int
+    url_date: bool
 
     @property
     def link_share(self) -> float: ...
@@ -516,11 +521,68 @@ class FineWebFilter:
         return FilterResult(True, None, None, text)
 
 
+_META_ARTICLE = re.compile(r"<meta\b[^>]*?\b(?:property|name)\s*=\s*[\"']?(?:og|article):[^>]*>", re.IGNORECASE)
+_JSONLD_SCRIPT = re.compile(r"<script\b[^>]*?\btype\s*=\s*[\"']?application/ld\+json[^>]*>.*?</script\s*>",
+                            re.IGNORECASE | re.DOTALL)
+_MICRODATA_ATTR = re.compile(r"\s(?:itemscope|itemtype|itemprop|itemid|pubdate)(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]+))?",
+                             re.IGNORECASE)
+_ARTICLE_TAG = re.compile(r"<(/?)article\b", re.IGNORECASE)
+
+
+def strip_article_metadata(html: str) -> str:
+    """The page without what declares it an article: og:* / article:* <meta>, JSON-LD scripts, microdata
+    attributes (itemscope, itemtype, itemprop, itemid) and <time pubdate>, and <article> turned into
+    <div>. The measurement of the page rule on pages with no article metadata (small and older sites)
+    uses it (benchmarks/bench_quality_profiles.py --strip-metadata)."""
+    html = _JSONLD_SCRIPT.sub("", html)
+    html = _META_ARTICLE.sub("", html)
+    html = re.sub(r"<[a-zA-Z][^>]*>", lambda m: _MICRODATA_ATTR.sub("", m.group(0)), html)
+    return _ARTICLE_TAG.sub(lambda m: f"<{m.group(1)}div", html)
+
+
 #: JSON-LD types that declare a page of many items (a category, a search result, a shop grid, a profile)
 COLLECTION_TYPES = frozenset(("collectionpage", "itemlist", "searchresultspage", "productgroup", "product",
                               "offercatalog", "profilepage"))
 _COOKIE_WORDS = re.compile(r"\bcookies?\b|\bconsent\b|\bgdpr\b", re.IGNORECASE)
 _LOGIN_WORDS = re.compile(r"\b(?:log ?in|sign ?in|sign up|password|username|register|subscribe)\b", re.IGNORECASE)
+
+
+#: The page rule's linear model's inputs (`page_features`), in order.
+PAGE_FEATURES = ("url_home", "url_listing", "url_section", "url_date", "link_share", "body_share", "log_body_words",
+                 "log_text_words", "collection_type", "og_not_article", "log_teasers", "article_meta", "pub_meta",
+                 "p_share", "log_long_paragraphs", "long_paragraph_share", "log_mean_paragraph_words")
+
+
+def page_features(body_words: int, page: PageSignalsLike) -> list[float]:
+    """The page's inputs to the page rule's linear model, in `PAGE_FEATURES` order (plain floats)."""
+    text_words = page.text_words
+    og = page.og_type or ""
+    return [
+        float(page.url_shape == "home"), float(page.url_shape == "listing"), float(page.url_shape == "section"),
+        float(page.url_date),
+        page.link_share,
+        min(1.0, body_words / text_words) if text_words else 1.0,
+        math.log1p(body_words),
+        math.log1p(text_words),
+        float(bool(set(page.jsonld_types) & COLLECTION_TYPES) or og.startswith("product")),
+        float(bool(og) and not og.startswith("article")),
+        math.log1p(max(page.n_article_tags, page.n_link_headings)),
+        float(page.article_meta),
+        float(page.has_pub_meta),
+        min(1.0, page.p_words / text_words) if text_words else 0.0,
+        math.log1p(page.n_long_paragraphs),
+        page.n_long_paragraphs / page.n_paragraphs if page.n_paragraphs else 0.0,
+        math.log1p(page.p_words / page.n_paragraphs) if page.n_paragraphs else 0.0,
+    ]
+
+
+#: The page rule's linear model (`PageRule(method="linear")`): a logistic regression over `page_features`
+#: fitted on the tuning pages only (benchmarks/RESULTS.md, issue 30; the article pages twice, as they are
+#: and with their article metadata stripped). Plain numbers, in `PAGE_FEATURES` order.
+PAGE_MODEL: dict = {
+    "intercept": 0.0,
+    "weights": (0.0,) * len(PAGE_FEATURES),
+}
 
 
 class PageRule:
@@ -557,6 +619,8 @@ class PageRule:
         error: bool = True,
         login: bool = True,
         cookie_wall: bool = True,
+        method: str = "score",
+        linear_threshold: float = 0.0,
     ):
         self.drop_score = drop_score
         self.article_weight = article_weight
@@ -568,6 +632,16 @@ class PageRule:
         self.error = error
         self.login = login
         self.cookie_wall = cookie_wall
+        if method not in ("score", "linear"):
+            raise ConfigError(f"quality.page.method: {method!r} is not score or linear; see docs/corpus_quality.md")
+        self.method = method
+        self.linear_threshold = linear_threshold
+
+    @staticmethod
+    def linear_score(text: str, page: PageSignalsLike) -> float:
+        """The linear model's listing score (`PAGE_MODEL` over `page_features`): >= the threshold is a listing."""
+        feats = page_features(len(text.split()), page)
+        return PAGE_MODEL["intercept"] + sum(w * f for w, f in zip(PAGE_MODEL["weights"], feats, strict=True))
 
     def score(self, text: str, page: PageSignalsLike) -> tuple[int, list[str]]:
         """The listing score and the signs that made it (for the drop's detail)."""
@@ -606,7 +680,11 @@ class PageRule:
                 return _drop("page_login", f"body_words={body_words}", text)
             if self.cookie_wall and _COOKIE_WORDS.search(text):
                 return _drop("page_cookie_wall", f"body_words={body_words}", text)
-        if self.listing and self.drop_score is not None:
+        if self.listing and self.method == "linear":
+            z = self.linear_score(text, page)
+            if z >= self.linear_threshold:
+                return _drop("page_listing", f"linear={z:.2f}", text)
+        elif self.listing and self.drop_score is not None:
             score, signs = self.score(text, page)
             if score >= self.drop_score:
                 return _drop("page_listing", f"score={score} ({', '.join(signs)})", text)
@@ -679,7 +757,7 @@ PROFILES["news"] = {
                 "line_end_chars": ".'\"!?”’)", "line_punct_thr": 0.0},
 }
 PROFILE_NAMES = tuple(PROFILES)
-DEFAULT_PROFILE = "paper"  # the shipped config's; benchmarks/RESULTS.md (issue 25) says why
+DEFAULT_PROFILE = "news"  # the shipped config's (issue 30); `paper` is the paper's thresholds, for replication
 
 
 def resolve_quality(quality_cfg: dict | None, profile: str | None = None) -> dict:
@@ -689,7 +767,7 @@ def resolve_quality(quality_cfg: dict | None, profile: str | None = None) -> dic
     `profile` picks another profile than the section's (the part records both profiles' verdicts).
     Returns ``{"profile": name, "filters": {section: {param: value}}}``, which is what is hashed."""
     quality_cfg = dict(quality_cfg or {})
-    name = profile or quality_cfg.pop("profile", None) or "paper"
+    name = profile or quality_cfg.pop("profile", None) or DEFAULT_PROFILE
     quality_cfg.pop("profile", None)
     if name not in PROFILES:
         raise ConfigError(f"quality.profile: {name!r} is not a profile; choose one of {', '.join(PROFILE_NAMES)}")

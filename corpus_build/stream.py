@@ -233,7 +233,13 @@ def start_limiter(settings: HttpSettings, engine: str = "local", workers: int = 
         name = f"forecast-env-limiter-{uuid.uuid4().hex[:12]}"
         # Ray's stubs type a remote class's handle without its methods' `.remote`: the handle is untyped here
         remote_limiter: Any = ray.remote(num_cpus=0)(Limiter)
-        actor = remote_limiter.options(name=name).remote(
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # on the driver's node (a cluster's head), so a worker node lost mid-build does not take the limiter
+        # with it; restarted (with fresh counts) if its own process dies
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+        actor = remote_limiter.options(name=name, scheduling_strategy=here, max_restarts=-1,
+                                       max_task_retries=-1).remote(
             settings.max_connections, settings.requests_per_second, settings.min_requests_per_second)
         handle = RayLimiter(name, ray.get_runtime_context().namespace)
         ray.get(actor.stats.remote())  # started before any worker looks it up

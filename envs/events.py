@@ -114,6 +114,12 @@ def build_events(
     `judge`: a `Judge` (optionally with a `decompose(view)` method), or "offline" / "llm", or None
     for the config's `screen.judge`. `searcher`: an open index (default: the workspace's).
     """
+    from forecast_env import wsio
+
+    if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
+        with wsio.staged(workspace, pull=("corpus/", "index/", "events/"), skip=("corpus/parts/",),
+                         publish=("events/",), publish_on_failure=()) as local:
+            return build_events(polymarket_dir, local, config, searcher, judge, progress)
     t0 = time.perf_counter()
     cfg = resolve_config(config)
     ws = Workspace.at(workspace, create=True)

@@ -33,6 +33,7 @@ from forecast_env.eval.audit_inputs import (
     CheckResult,
     as_day,
 )
+from forecast_env.store import drop_keys
 
 #: Keys whose values are wall-clock measurements, dropped before two logs are compared.
 TIMING_KEYS = frozenset({"latency_ms", "seconds", "elapsed_ms", "elapsed", "duration", "duration_ms", "time_ms",
@@ -150,15 +151,6 @@ def play_events(inputs: AuditInputs, event_ids: Sequence[str], agent_factory: Ca
     return logs  # not closed: the searcher is shared with the other checks
 
 
-def strip_timings(obj: Any) -> Any:
-    """`obj` without the values of `TIMING_KEYS` (recursively)."""
-    if isinstance(obj, dict):
-        return {k: strip_timings(v) for k, v in obj.items() if k not in TIMING_KEYS}
-    if isinstance(obj, list):
-        return [strip_timings(v) for v in obj]
-    return obj
-
-
 def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     """The path of the first place where `a` and `b` differ (None when equal)."""
     if type(a) is not type(b):
@@ -222,12 +214,12 @@ def check_replay(inputs: AuditInputs, settings: AuditSettings,
     chosen = ids[::step][: settings.replay_events]
     if not chosen:
         return CheckResult("replay", INCONCLUSIVE, "no event to replay")
-    runs = [strip_timings(play_events(inputs, chosen, factory, settings.seed)) for _ in range(2)]
+    runs = [drop_keys(play_events(inputs, chosen, factory, settings.seed), TIMING_KEYS) for _ in range(2)]
     env = other_machine() if agent_factory is None else None
     elsewhere: list[dict[str, Any]] | None = None
     if env is not None:
         try:
-            elsewhere = strip_timings(replay_elsewhere(inputs, chosen, settings, env))
+            elsewhere = drop_keys(replay_elsewhere(inputs, chosen, settings, env), TIMING_KEYS)
         except (RuntimeError, OSError, json.JSONDecodeError) as exc:
             return CheckResult("replay", FAIL, f"the replay under {env} did not complete: {exc}",
                                {"events": len(chosen), "other_machine": env}, ["other_machine: failed"])

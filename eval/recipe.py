@@ -557,22 +557,78 @@ EST_BYTES_PER_FILE = 1.0e9
 EST_RECORDS_PER_GB = 35_000
 #: Kept articles per file: the paper's 20M over its 7,163 files (English, quality, dedup).
 KEPT_PER_FILE = PAPER_KEPT_ARTICLES / PAPER_FILES
-#: Per-WARC stages (read, extract, the language gate, lang, quality, timestamps, leakage), records/s per
-#: core in CPU time on 743 real pages of six public evaluation sets in one WARC (about a quarter not
-#: English), per body path (`extract.body_mode`) (benchmarks/RESULTS.md "Issue 25", "Third session",
-#: idle 2026-12-02; trafilatura and own: the paper profile, longer: the news profile; each the lower of
-#: two best-of-2 runs or one best-of-2). A mix with more non-English pages runs faster (the gate skips
-#: their body: 109/s/core on a set 83% non-English), so these are conservative for CC-NEWS. The
-#: synthetic `small` world's pages are far smaller (255/s/core there).
-EXTRACT_RECORDS_PER_CORE_S: dict[str, float] = {"trafilatura": 33.6, "own": 68.0, "longer": 34.5}
+#: The benchmark commands the plan's rates come from, each verbatim as benchmarks/RESULTS.md prints it
+#: (a command printed over several lines: joined at its trailing backslashes). tests/cli/test_plan_rates.py
+#: checks that each appears there. When a benchmark is rerun with new figures, change the rate's `value`
+#: in PLAN_RATES and, if the command changed, its command here (and RESULTS.md prints the new one).
+STAGE_REAL_COMMAND = (
+    "cd DATA && .venv/bin/python benchmarks/bench_stage_real.py --set aeb=aeb --set wcxb_test=wcxb "
+    "--set readability=readability --set trafilatura_eval=trafilatura --set goose3=goose3 "
+    "--set newspaper=newspaper4k --limit 200 --repeat 2 "
+    "--variants default,news,news-plain-filters,news-one-profile,paper,trafilatura")
+EMBED_COMMAND = (
+    "taskset -c 0,1 .venv/bin/python benchmarks/bench_embed.py --workspace demo_ws --n 100 --threads 2 "
+    "--backends torch,onnx,onnx-int8,onnx-int8-static,static --rounds 3")
+IVF_COMMAND = ("OMP_NUM_THREADS=2 nice -n 10 .venv/bin/python benchmarks/bench_scale.py build --root /work/scale/10m "
+               "--rows 10000000 --months 10")
+MERGE_COMMAND = (".venv/bin/python benchmarks/bench_merge.py all --root /tmp/merge_bench --sizes 250000,1000000 "
+                 "--memory-sizes 250000,1000000 --workers 2 --limit-gb 8")
+QUALITY_PROFILES_COMMAND = (
+    "cd DATA && .venv/bin/python benchmarks/bench_quality_profiles.py --set aeb=aeb --set wcxb_dev=wcxb "
+    "--set wcxb_test=wcxb --set readability=readability --set trafilatura_eval=trafilatura --set goose3=goose3 "
+    "--set newspaper=newspaper4k --nonarticles nonarticles/labels.json --list \"held out\"")
+
+
+@dataclass(frozen=True)
+class PlanRate:
+    """One measured rate of the plan and the benchmark it comes from."""
+
+    value: float
+    unit: str
+    pages: str  # what it was measured on: "real pages" or what else (said in the plan's basis line)
+    section: str  # the benchmarks/RESULTS.md section that prints the figure and the command
+    command: str  # the benchmark command, verbatim as RESULTS.md prints it
+
+    def script(self) -> str:
+        """The benchmark script's file name (the basis lines name it; the plan prints the command)."""
+        return next(w.rsplit("/", 1)[-1] for w in self.command.split() if w.endswith(".py"))
+
+
+#: Every measured rate the plan uses, in one table (the plan's basis lines cite these, and print the
+#: commands). The per-WARC stages (read, extract, the language gate, lang, quality, timestamps,
+#: leakage): records/s per core in CPU time on 743 real pages of six public evaluation sets in one WARC
+#: (about a quarter not English), per body path (`extract.body_mode`), idle 2026-12-02, the lower of two
+#: best-of-2 runs (RESULTS.md "Third session": the command above with other --variants). A part
+#: holds every profile's verdicts, so the active profile does not change this cost. Embedding: int8-static
+#: ONNX, 92.2 articles/s on 2 pinned cores (idle 2026-11-30) over the demo world's articles. IVF: 781 s
+#: on 2 threads to train 10M articles' months. Merge: CPU s per million articles, the sum of
+#: `corpus_build.rates.MERGE_SECONDS_PER_MILLION` (which models it; a test keeps the two equal).
+#: keep.*: the share of held-out real English articles reaching the quality stage that each profile
+#: keeps (470 pages, trafilatura bodies).
+PLAN_RATES: dict[str, PlanRate] = {
+    "extract.trafilatura": PlanRate(33.6, "records/s/core", "real pages", "Issue 25 / Third session",
+                                    STAGE_REAL_COMMAND),
+    "extract.own": PlanRate(68.0, "records/s/core", "real pages", "Issue 25 / Third session", STAGE_REAL_COMMAND),
+    "extract.longer": PlanRate(34.5, "records/s/core", "real pages", "Issue 25 / Third session",
+                               STAGE_REAL_COMMAND),
+    "embed": PlanRate(92.2 / 2, "articles/s/core", "the demo world's articles, not real pages",
+                      "Embedding backends", EMBED_COMMAND),
+    "ivf": PlanRate(781 * 2 / 10_000_000, "core-s/article", "synthetic vectors", "Approximate (IVF) months",
+                    IVF_COMMAND),
+    "merge": PlanRate(334.5 + 14.4 + 45.7, "core-s/million articles", "synthetic parts",
+                      "Corpus merge out of core", MERGE_COMMAND),
+    "keep.paper": PlanRate(357 / 470, "share of articles kept", "real pages", "News profile with a page rule",
+                           QUALITY_PROFILES_COMMAND),
+    "keep.news": PlanRate(449 / 470, "share of articles kept", "real pages", "News profile with a page rule",
+                          QUALITY_PROFILES_COMMAND),
+}
+#: The names the planner used before the table (kept for callers).
+EXTRACT_RECORDS_PER_CORE_S: dict[str, float] = {m: PLAN_RATES[f"extract.{m}"].value
+                                                for m in ("trafilatura", "own", "longer")}
+EMBED_ARTICLES_PER_CORE_S = PLAN_RATES["embed"].value
+IVF_CORE_S_PER_ARTICLE = PLAN_RATES["ivf"].value
 #: Peak memory of one corpus worker (RESULTS.md "Corpus build": largest worker 554 MB).
 WORKER_PEAK_BYTES = 554e6
-#: Embedding, int8-static ONNX (the default backend): 92.2 articles/s on 2 pinned cores
-#: (RESULTS.md "Embedding backends": idle 2026-11-30 21:35).
-EMBED_ARTICLES_PER_CORE_S = 92.2 / 2
-#: IVF training of the months: 781 s on 2 threads for 10M articles (RESULTS.md "Approximate (IVF)
-#: months", 10M build), as core-seconds per article.
-IVF_CORE_S_PER_ARTICLE = 781 * 2 / 10_000_000
 #: Disk per kept article: the store (~60 GB at ~20M articles, issue 21; used only without
 #: `corpus_build.rates`, whose measured store size wins) and the index (22 GB at 10M, RESULTS.md
 #: "Approximate (IVF) months").
@@ -622,6 +678,8 @@ class Plan:
     local_bytes: float
     stages: list[dict[str, Any]]
     notes: list[str]
+    #: the quality profile and what switching to `paper` would drop (`profile_switch`)
+    profile: dict[str, Any] = field(default_factory=dict)
 
     @property
     def files(self) -> int:
@@ -631,10 +689,22 @@ class Plan:
     def bytes(self) -> float:
         return sum(m.bytes for m in self.months) + self.local_bytes
 
+    @property
+    def core_hours(self) -> float:
+        """The plan's total: the sum of its stages' core-hours."""
+        return sum(s["core_hours"] for s in self.stages)
+
+    @property
+    def rates(self) -> list[str]:
+        """The PLAN_RATES keys the stages cite, in the order they first appear."""
+        return list(dict.fromkeys(k for s in self.stages for k in s.get("rates", [])))
+
     def to_dict(self) -> dict[str, Any]:
         return {"recipe": self.recipe, "files": self.files, "bytes": self.bytes,
                 "months": [m.__dict__ for m in self.months], "local_files": self.local_files,
-                "stages": self.stages, "notes": self.notes}
+                "stages": self.stages, "core_hours": self.core_hours, "notes": self.notes,
+                "profile": self.profile,
+                "rates": {k: {**PLAN_RATES[k].__dict__, "script": PLAN_RATES[k].script()} for k in self.rates}}
 
 
 class _Heads:
@@ -767,45 +837,130 @@ def plan_recipe(recipe: Recipe, workspace: str | Path, *, offline: bool = False,
                 size = heads.size(src.uri) if heads is not None and src.kind == "http" else None
                 local_bytes += size if size is not None else EST_BYTES_PER_FILE
     plan = Plan(recipe.name, months, local_files, local_bytes, [], notes)
+    plan.profile = profile_switch(recipe, ws)
     plan.stages = _stage_costs(recipe, plan)
     return plan
 
 
+def _ref(plan_rate_key: str) -> str:
+    """A stage's citation of one rate: its script and the number of its command in the plan's list."""
+    return f"{PLAN_RATES[plan_rate_key].script()} [{_RATE_KEYS.index(plan_rate_key) + 1}]"
+
+
+_RATE_KEYS = list(PLAN_RATES)
+
+
+def profile_switch(recipe: Recipe, workspace: str | Path, to: str = "paper") -> dict[str, Any]:
+    """What switching the recipe's quality profile to `to` would drop.
+
+    Where the workspace holds a corpus built with the recipe's profile, counted from the parts' stored
+    verdicts (every part holds every profile's quality rows): the store's kept articles that `to`
+    drops, per reason (`from: "parts"`). A build with another profile: the records the recipe's profile
+    passes at the quality stage that `to` drops (before the time and dedup stages; `from:
+    "parts, quality stage"`). No build: the expected share from the measured keep rates (`from:
+    "expected"`, PLAN_RATES keep.*). Never reads a WARC."""
+    from forecast_env.corpus_build.quality import active_profile
+
+    active = active_profile(recipe.corpus.get("quality"))
+    out: dict[str, Any] = {"active": active, "to": to}
+    if active == to:
+        return out | {"from": "same profile"}
+    ws = Path(workspace)
+    built = _built_switch(ws, active, to)
+    if built is not None:
+        return out | built
+    keep_active, keep_to = PLAN_RATES[f"keep.{active}"].value, PLAN_RATES[f"keep.{to}"].value
+    return out | {"from": "expected", "share": max(0.0, 1.0 - keep_to / keep_active),
+                  "rates": [f"keep.{active}", f"keep.{to}"]}
+
+
+def _built_switch(ws: Path, active: str, to: str) -> dict[str, Any] | None:
+    """`profile_switch` from a build in `ws` (None when there is none, or its parts are gone)."""
+    import polars as pl
+
+    from forecast_env.corpus_build.quality import active_profile
+
+    try:
+        manifest = json.loads((ws / "corpus" / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    paths = [ws / "corpus" / p for ps in (manifest.get("parts") or {}).values() for p in ps]
+    paths = [p for p in paths if p.is_file() and "profile" in pl.read_parquet_schema(p)]
+    if not paths:
+        return None
+    rows = pl.concat([pl.scan_parquet(p).filter(pl.col("stage") == "quality").select(["doc_id", "reason", "profile"])
+                      .collect() for p in paths], how="vertical_relaxed")
+    theirs = rows.filter(pl.col("profile") == to)
+    built_with = active_profile((manifest.get("config") or {}).get("quality"))
+    if built_with == active:
+        shards = sorted((ws / "corpus" / "articles").glob("????-??.parquet"))
+        kept = pl.concat([pl.read_parquet(p, columns=["doc_id"]) for p in shards]) if shards else \
+            pl.DataFrame({"doc_id": []}, schema={"doc_id": pl.Utf8})
+        hit = theirs.join(kept, on="doc_id", how="semi")
+        base, where = kept.height, "parts"
+    else:  # the store is another profile's: count at the quality stage, from the parts alone
+        hit = theirs.join(rows.filter(pl.col("profile") == active).select("doc_id"), on="doc_id", how="anti")
+        base, where = None, "parts, quality stage"
+    counts = dict(sorted(((str(r), int(n)) for r, n in hit["reason"].value_counts().iter_rows()),
+                         key=lambda rn: (-rn[1], rn[0])))
+    return {"from": where, "built_with": built_with, "workspace": str(ws), "kept": base,
+            "drops": sum(counts.values()), "by_reason": counts,
+            "share": (sum(counts.values()) / base) if base else None}
+
+
 def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
+    """Each stage's cost; `rates` names the PLAN_RATES it rests on (its basis line cites their commands)."""
     files, nbytes = plan.files, plan.bytes
     records = nbytes / 1e9 * EST_RECORDS_PER_GB
-    kept = files * KEPT_PER_FILE
+    active = plan.profile.get("active") or "paper"
+    # the paper's kept rate is its thresholds'; another profile keeps more (or fewer) of the articles
+    scale = PLAN_RATES[f"keep.{active}"].value / PLAN_RATES["keep.paper"].value
+    kept = files * KEPT_PER_FILE * scale
     workers = int(recipe.values["news"]["workers"] or recipe.corpus.get("execution", {}).get("workers") or 1)
     merge, merge_measured = _merge_plan(kept, workers)
     from forecast_env.corpus_build.pipeline import body_mode_of
 
     body_mode = body_mode_of(recipe.corpus)
-    extract_rate = EXTRACT_RECORDS_PER_CORE_S[body_mode]
+    extract = f"extract.{body_mode}"
+    extract_rate = PLAN_RATES[extract].value
     rps = float(recipe.events["polymarket"]["requests_per_second"]) or 5.0
     pm = recipe.values["polymarket"]
     since, before = _iso(pm["closed_since"]), _iso(pm["closed_before"])
     n_months = ((before.year - since.year) * 12 + before.month - since.month) if since and before else PAPER_MONTHS
     requests = max(1, n_months) * EST_EVENTS_PER_MONTH * EST_REQUESTS_PER_EVENT
     est = "estimate"
+    kept_basis = f"{kept:,.0f} kept ({KEPT_PER_FILE:,.0f}/file, the paper's rate" + (
+        f", x {scale:.3f} for the {active} profile: its share of held-out articles kept over paper's, "
+        f"{PLAN_RATES['keep.paper'].script()} [{_RATE_KEYS.index('keep.paper') + 1}, "
+        f"{_RATE_KEYS.index(f'keep.{active}') + 1}])"
+        if active != "paper" else ")")
+    embed, ivf = PLAN_RATES["embed"], PLAN_RATES["ivf"]
     return [
         {"stage": "fetch", "core_hours": 0.0, "wall_hours": requests / rps / 3600, "memory": 0.3e9,
-         "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)"},
+         "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)",
+         "rates": []},
         {"stage": "corpus", "core_hours": records / extract_rate / 3600, "memory": workers * WORKER_PEAK_BYTES,
          "disk": merge["store_bytes"],
          "basis": f"{workers} worker(s); {records:,.0f} records ({est}: {EST_RECORDS_PER_GB:,}/GB) at "
-                  f"{extract_rate:g}/s/core ({body_mode} body, real pages); "
-                  f"{kept:,.0f} kept ({KEPT_PER_FILE:,.0f}/file, the paper's rate)"},
+                  f"{extract_rate:g}/s/core ({body_mode} body, {PLAN_RATES[extract].pages}; {_ref(extract)}); "
+                  + kept_basis,
+         "rates": [extract] + ([f"keep.{active}", "keep.paper"] if active != "paper" else [])},
         {"stage": "merge", "core_hours": merge["cpu_hours"], "memory": merge["peak_memory_bytes"],
          "disk": merge.get("keys_bytes", 0.0),
-         "basis": "corpus_build.rates.merge_estimate (bench_merge, out of core)" if merge_measured
-         else f"{est}: in-memory merge of the small world"},
-        {"stage": "index", "core_hours": kept / EMBED_ARTICLES_PER_CORE_S / 3600 + kept * IVF_CORE_S_PER_ARTICLE / 3600,
+         "basis": (f"corpus_build.rates.merge_estimate ({PLAN_RATES['merge'].value:g} "
+                   f"{PLAN_RATES['merge'].unit}, {PLAN_RATES['merge'].pages}, out of core; {_ref('merge')})")
+         if merge_measured else f"{est}: in-memory merge of the small world",
+         "rates": ["merge"] if merge_measured else []},
+        {"stage": "index", "core_hours": kept / embed.value / 3600 + kept * ivf.value / 3600,
          "memory": INDEX_SEARCH_BYTES + 2e9, "disk": kept * INDEX_BYTES_PER_ARTICLE,
-         "basis": f"embedding {EMBED_ARTICLES_PER_CORE_S:g} articles/s/core (int8-static ONNX) + IVF training"},
+         "basis": f"embedding {embed.value:g} {embed.unit} (int8-static ONNX, {embed.pages}; {_ref('embed')}) "
+                  f"+ IVF training ({ivf.value * 1e6:g} core-s per million articles, {ivf.pages}; {_ref('ivf')})",
+         "rates": ["embed", "ivf"]},
         {"stage": "events", "core_hours": 0.05 * max(1, n_months), "memory": 2e9, "disk": 0.5e9,
-         "basis": f"{est}: the screen searches the index per scheduled event"},
-        {"stage": "audit", "core_hours": 0.1, "memory": 2e9, "disk": 0.01e9, "basis": f"{est}"},
-        {"stage": "release", "core_hours": 0.0, "memory": 0.5e9, "disk": 0.001e9, "basis": "one JSON file"},
+         "basis": f"{est}: the screen searches the index per scheduled event", "rates": []},
+        {"stage": "audit", "core_hours": 0.1, "memory": 2e9, "disk": 0.01e9, "basis": f"{est}", "rates": []},
+        {"stage": "release", "core_hours": 0.0, "memory": 0.5e9, "disk": 0.001e9, "basis": "one JSON file",
+         "rates": []},
     ]
 
 
@@ -815,6 +970,38 @@ def _human(n: float) -> str:
             return f"{n:,.1f} {unit}" if unit != "B" else f"{n:,.0f} B"
         n /= 1000
     return f"{n}"
+
+
+def _render_profile(profile: Mapping[str, Any]) -> list[str]:
+    """The plan's lines on the quality profile and what switching to `paper` would drop."""
+    if not profile:
+        return []
+    active, to = profile["active"], profile["to"]
+    head = f"  quality profile: {active}" + (" (the default)" if active == _default_profile() else "")
+    if profile.get("from") == "same profile":
+        return [head + f"; {to} is the paper's thresholds, for replication"]
+    switch = f"switching to {to} (--set quality.profile={to}, the paper's thresholds) would drop"
+    if profile["from"] == "expected":
+        keys = profile["rates"]
+        return [head + f"; no build in the workspace: {switch} about {100 * profile['share']:.1f}% of the kept "
+                f"articles (expected: {to} keeps {100 * PLAN_RATES[keys[1]].value:.1f}% of held-out real English "
+                f"articles, {active} {100 * PLAN_RATES[keys[0]].value:.1f}%; {PLAN_RATES[keys[0]].script()} "
+                f"[{', '.join(str(n) for n in sorted(_RATE_KEYS.index(k) + 1 for k in keys))}])"]
+    reasons = ", ".join(f"{r} {n:,}" for r, n in profile["by_reason"].items()) or "none"
+    if profile["from"] == "parts":
+        what = (f"{profile['drops']:,} of the {profile['kept']:,} kept articles"
+                + (f" ({100 * profile['share']:.1f}%)" if profile["share"] is not None else ""))
+    else:
+        what = (f"{profile['drops']:,} records that pass {active}'s quality filters (before time and dedup; "
+                f"the build in the workspace used {profile['built_with']})")
+    return [head + f"; {switch} {what}, from the parts' stored verdicts (the merge reruns, no WARC is "
+            f"re-extracted): {reasons}"]
+
+
+def _default_profile() -> str:
+    from forecast_env.corpus_build.quality import DEFAULT_PROFILE
+
+    return DEFAULT_PROFILE
 
 
 def render_plan(plan: Plan) -> str:
@@ -839,6 +1026,14 @@ def render_plan(plan: Plan) -> str:
                      f"{s['basis']}{extra}")
     lines.append(f"  total: {total_core:,.0f} core-hours, {_human(total_disk)} on disk (WARC files are streamed, "
                  "not stored)")
+    lines += _render_profile(plan.profile)
+    cited = list(dict.fromkeys([*plan.rates, *plan.profile.get("rates", [])]))
+    if cited:
+        lines.append("  rates, from benchmarks/RESULTS.md (each command as printed there):")
+        for key in sorted(cited, key=_RATE_KEYS.index):
+            r = PLAN_RATES[key]
+            lines.append(f"  [{_RATE_KEYS.index(key) + 1}] {key} = {r.value:.4g} {r.unit}, {r.pages} "
+                         f"(\"{r.section}\"): {r.command}")
     lines += [f"  note: {n}" for n in plan.notes[:20]]
     if len(plan.notes) > 20:
         lines.append(f"  note: ... and {len(plan.notes) - 20} more")

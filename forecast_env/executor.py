@@ -18,6 +18,7 @@ stage's error class with the stage's advice.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -170,17 +171,65 @@ def _map_ray(fn: Callable[[T], R], items: list[T], workers: int, setup: Callable
             n_actors = max(1, min(n_actors, int(gpus // num_gpus)))
         actor_cls = ray.remote(**options)(_Actor)
         fn_ref, args_ref = ray.put(fn), ray.put(setup_args)
-        actors = [actor_cls.remote(fn_ref, setup, args_ref) for _ in range(n_actors)]
-        pending: dict[Any, Any] = {}
-        queue = list(reversed(items))
+        yield from _ray_loop(ray, lambda: actor_cls.remote(fn_ref, setup, args_ref), items, n_actors, error)
+
+
+#: How often one item may lose its worker (a dead actor process or node) before the stage gives up.
+RAY_ITEM_ATTEMPTS = 4
+
+
+def _lost_worker(ray: Any, exc: BaseException) -> bool:
+    """Whether `exc` says the item's worker went away (process or node died), not that the item failed."""
+    lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+            ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError)
+    return isinstance(exc, lost)
+
+
+def _ray_loop(ray: Any, new_actor: Callable[[], Any], items: list[T], n_actors: int,
+              error: type[ForecastEnvError]) -> Iterator[R]:
+    """Hand items to idle actors; an item whose actor (or its node) died goes back to the queue and a
+    fresh actor takes the dead one's place (Ray schedules it on any node with room). An actor with no
+    item left is killed at once, so its CPU is free for a replacement still waiting to be placed."""
+    actors = [new_actor() for _ in range(n_actors)]
+    pending: dict[Any, tuple[Any, int]] = {}
+    queue = list(reversed(range(len(items))))
+    lost: dict[int, int] = {}
+    try:
         for actor in actors:
             if queue:
-                pending[actor.run.remote(queue.pop())] = actor
+                i = queue.pop()
+                pending[actor.run.remote(items[i])] = (actor, i)
+            else:
+                ray.kill(actor)
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
-            actor = pending.pop(ready[0])
+            actor, i = pending.pop(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except Exception as exc:
+                if not _lost_worker(ray, exc):
+                    raise
+                lost[i] = lost.get(i, 0) + 1
+                if lost[i] >= RAY_ITEM_ATTEMPTS:
+                    raise error(f"item {i + 1} of {len(items)} lost its Ray worker {lost[i]} times (last: "
+                                f"{type(exc).__name__}); check the cluster's nodes (ray status) and rerun: "
+                                "finished items are kept") from exc
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+                actor = new_actor()
+                queue.append(i)  # retried next, on the replacement or any idle actor
+                result = _LOST
             if queue:
-                pending[actor.run.remote(queue.pop())] = actor
-            yield ray.get(ready[0])
-        for actor in actors:
-            ray.kill(actor)
+                j = queue.pop()
+                pending[actor.run.remote(items[j])] = (actor, j)
+            else:
+                ray.kill(actor)
+            if result is not _LOST:
+                yield result
+    finally:
+        for actor, _ in pending.values():
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+
+
+_LOST = object()

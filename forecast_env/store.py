@@ -69,6 +69,10 @@ class Workspace:
 
     @classmethod
     def at(cls, root: str | os.PathLike[str], create: bool = False) -> Workspace:
+        if "://" in os.fspath(root) and not os.fspath(root).startswith("file://"):
+            raise WorkspaceError(f"{os.fspath(root)}: a workspace URL is read here only from a local copy; "
+                                 "`corpus build`, `index build`, `events build` and search take the URL, other "
+                                 f"commands a pulled folder: forecast-env workspace pull {os.fspath(root)} DIR")
         path = Path(root).expanduser().resolve()
         if create:
             path.mkdir(parents=True, exist_ok=True)
@@ -403,3 +407,13 @@ def verify_workspace(root: str | os.PathLike[str]) -> dict[str, list[str]]:
     for mpath in sorted(base.rglob(MANIFEST)):
         results[str(mpath.parent.relative_to(base)) or "."] = verify_manifest(mpath.parent)
     return results
+
+
+def drop_keys(obj: Any, keys: frozenset[str] | set[str]) -> Any:
+    """`obj` (JSON-like) without the entries of mappings whose key is in `keys`, recursively."""
+    # the one way two runs' records are compared without what differs by design (times, durations, ids)
+    if isinstance(obj, Mapping):
+        return {k: drop_keys(v, keys) for k, v in obj.items() if k not in keys}
+    if isinstance(obj, list):
+        return [drop_keys(v, keys) for v in obj]
+    return obj

@@ -49,6 +49,7 @@ class Doc:
     stage: str | None = None
     reason: str | None = None
     reason_alt: list[str] = field(default_factory=list)
+    kept_by: list[str] = field(default_factory=list)  # quality profiles that keep this planted drop (truth)
     dup_of: Doc | None = None  # the page it duplicates (written as its URL in the truth)
     leak: bool = False
     leak_day: date | None = None  # the day the planted leak reports (flagged when after the visibility day)
@@ -331,6 +332,7 @@ def truth_of(d: Doc) -> dict:
         "stage": d.stage,
         "reason": d.reason,
         "reason_alt": list(d.reason_alt),
+        "kept_by": list(d.kept_by),
         "dup_of": dup,
         "t_pub": pg.iso_z(t_pub),
         "t_mod": pg.iso_z(t_mod),

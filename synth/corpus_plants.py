@@ -148,6 +148,7 @@ def planted_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBo
             out.append(Doc(url="", kind="quality", title=title, summary=lines[0][:150], paragraphs=lines,
                            t_true=when(), crawl=CRAWL_LATER, host=rng.choice(g.OUTLETS), expect="drop",
                            stage="quality", reason=r1, reason_alt=[r2] if r2 is not None and r2 != r1 else [],
+                           kept_by=["news"] if reason in planted.NEWS_KEEPS else [],
                            source="pub"))
         # time: published before corpus_start, crawled in the first days of the corpus
         for t_old in (datetime(2024, 11, 5, 9, 30, tzinfo=UTC), datetime(2023, 6, 20, 16, 0, tzinfo=UTC)):

@@ -75,6 +75,15 @@ NO_CHARSET_TEXT = ("Museum exhibition traces the history of the coastal railway"
 ])
 
 
+#: The planted quality pages (by intended reason) that the `news` profile keeps: it relaxes exactly
+#: these rules for real news (docs/corpus_quality.md: letters over non-symbol words, >= 3 sentences,
+#: no `{` rule, no minimum share of punctuated lines, which a bullet list without full stops also meets).
+#: The truth records them as kept under `news` (`kept_by`); tests/synth/test_synth.py checks this table
+#: against the profile itself.
+NEWS_KEEPS = frozenset({"gopher_alpha_words", "c4_curly_bracket", "c4_too_few_sentences", "fineweb_punct_lines",
+                        "gopher_bullet_lines"})
+
+
 def quality_pages(city: str, person: str) -> list[tuple[str, str, list[str]]]:
     """(intended reason, title, body lines) for pages each quality filter must drop.
 

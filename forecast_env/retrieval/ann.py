@@ -189,11 +189,16 @@ FIXED_BITS = 40
 
 
 def fixed_dot(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Deterministic inner products of rows `x` with `q` (see FIXED_BITS): float64, exactly
-    sum(floor(x_i * q_i * 2^40)) / 2^40, for |x| * |q| below 2^12."""
-    p = np.multiply(np.asarray(x, np.float32), np.asarray(q, np.float32), dtype=np.float64)  # exact products
-    fixed = np.floor(np.ldexp(p, FIXED_BITS)).astype(np.int64)
-    return np.ldexp(fixed.sum(axis=-1).astype(np.float64), -FIXED_BITS)
+    """Deterministic inner products of rows `x` with `q` (see FIXED_BITS; `q` one vector or one per
+    row): float64, exactly sum(floor(x_i * q_i * 2^40)) / 2^40, for |x| * |q| below 2^12."""
+    # x_i * (q_i * 2^40) in float64 is exact (24-bit by 24-bit mantissas, a power-of-two scale)
+    p = np.multiply(np.asarray(x, np.float32), np.ldexp(np.asarray(q, np.float32).astype(np.float64), FIXED_BITS))
+    np.floor(p, out=p)
+    # integers whose partial sums stay below 2^53 add exactly in float64, in any order (|x| * |q| below
+    # 2^12 keeps them below 2^52); converting to int64 first would cost most of the time
+    if p.size and max(float(p.max()), -float(p.min())) * p.shape[-1] >= 2.0 ** 53:
+        return np.ldexp(p.astype(np.int64).sum(axis=-1).astype(np.float64), -FIXED_BITS)
+    return np.ldexp(p.sum(axis=-1), -FIXED_BITS)
 
 
 def score_margin(q: np.ndarray, norm_bound: float = NORM_MAX) -> float:
@@ -216,27 +221,77 @@ def exact_top(index: faiss.Index, queries: np.ndarray, k: int, eligible: int, pa
     nq = len(queries)
     out_s = np.full((nq, k), -np.inf, dtype=np.float64)
     out_r = np.full((nq, k), -1, dtype=np.int64)
+    if params is None and eligible == index.ntotal and eligible * index.d <= RESCORE_CHUNK:
+        # few rows, none filtered out (an IVF's centroids): every row is a candidate, FAISS is not asked
+        every = np.broadcast_to(np.arange(eligible, dtype=np.int64), (nq, eligible))
+        score, rows = top_rows(every, fixed_scores(index, every, queries), k)
+        out_s[:, : score.shape[1]], out_r[:, : rows.shape[1]] = score, rows
+        return out_s, out_r
+    margins = np.array([score_margin(q, norm_bound) for q in queries], dtype=np.float64)
     todo = np.arange(nq)
     kc = int(min(eligible, max(2 * k, k + 16)))
     while len(todo):
         qs = np.ascontiguousarray(queries[todo])
         dist, ids = index.search(qs, kc) if params is None else index.search(qs, kc, params=params)
-        again = []
-        for j, i in enumerate(todo.tolist()):
-            valid = ids[j] >= 0
-            cand = ids[j][valid]
-            score = fixed_dot(index.reconstruct_batch(cand), queries[i]) if len(cand) else np.zeros(0)
-            order = np.lexsort((cand, -score))[:k]
-            complete = kc >= eligible or len(cand) < kc  # every eligible row is a candidate
-            if not complete and (len(order) < k or
-                                 not score[order[-1]] > float(dist[j][valid][-1]) + score_margin(queries[i], norm_bound)):
-                again.append(i)
-                continue
-            out_r[i, : len(order)] = cand[order]
-            out_s[i, : len(order)] = score[order]
-        todo = np.asarray(again, dtype=np.int64)
+        valid = ids >= 0
+        count = valid.sum(axis=1)
+        score, rows = top_rows(ids, fixed_scores(index, ids, qs), k)
+        complete = (kc >= eligible) | (count < kc)  # every eligible row is a candidate
+        # the last candidate's FAISS score (only read where every candidate is valid, i.e. not complete)
+        last = np.asarray(dist[:, -1], dtype=np.float64) if kc else np.zeros(len(todo))
+        kth = score[:, k - 1] if score.shape[1] == k else np.full(len(todo), -np.inf)
+        again = ~complete & ((np.minimum(count, k) < k) | ~(kth > last + margins[todo]))
+        done = ~again
+        out_r[todo[done], : rows.shape[1]] = rows[done]
+        out_s[todo[done], : score.shape[1]] = score[done]
+        todo = todo[again]
         kc = int(min(eligible, kc * 4))
     return out_s, out_r
+
+
+#: Candidate floats rescored at once by `fixed_scores`: its float64 temporaries stay in the cache (2 MB).
+RESCORE_CHUNK = 1 << 18
+
+
+def fixed_scores(index: faiss.Index, ids: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """`fixed_dot` scores of each query's candidate rows `ids` (nq, kc; -1 = none) of `index`, all
+    queries at once: (nq, kc) float64, -inf where there is no candidate."""
+    ids = np.asarray(ids, dtype=np.int64)
+    nq, kc = ids.shape
+    out = np.empty(ids.shape, dtype=np.float64)
+    valid = ids >= 0
+    full = bool(valid.all())
+    if not full:
+        if not valid.any():
+            out.fill(-np.inf)
+            return out
+        # a missing candidate is scored as some valid row (then masked): every query keeps kc rows
+        ids = np.where(valid, ids, ids[valid][0])
+    qs = np.asarray(queries, dtype=np.float32)
+    d = index.d
+    per = max(1, RESCORE_CHUNK // (kc * d))
+    for a in range(0, nq, per):
+        z = min(nq, a + per)
+        out[a:z] = fixed_dot(index.reconstruct_batch(ids[a:z].ravel()).reshape(z - a, kc, d), qs[a:z, None, :])
+    if not full:
+        out[~valid] = -np.inf
+    return out
+
+
+def top_rows(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per query the best k candidates by (score descending, row ascending), -1 ids left out:
+    (scores, rows) of shape (nq, min(k, kc)), padded with -inf / -1 where fewer are valid."""
+    ids = np.asarray(ids, dtype=np.int64)
+    valid = ids >= 0
+    full = bool(valid.all())
+    key = ids if full else np.where(valid, ids, np.iinfo(np.int64).max)  # padding sorts after every candidate
+    order = np.lexsort((key, -scores), axis=-1)[:, :k]
+    pick = (np.arange(len(ids))[:, None], order)
+    rows, top = key[pick], scores[pick]
+    if full:
+        return top, rows
+    filled = np.arange(order.shape[1]) < np.minimum(valid.sum(axis=1), k)[:, None]
+    return np.where(filled, top, -np.inf), np.where(filled, rows, -1)
 
 
 def centroid_norm(ivf: Any) -> float:
@@ -276,14 +331,16 @@ def search_ivf(ivf: Any, flat: faiss.Index, queries: np.ndarray, k: int, sel: An
     else:
         _, cand = ivf.search(queries, kc, params=params)
     kk = min(k, kc)
+    if exact:
+        return top_rows(cand, fixed_scores(flat, cand, np.asarray(queries, np.float32)), kk)
     rows = np.full((len(queries), kk), -1, dtype=np.int64)
-    scores = np.full((len(queries), kk), -np.inf, dtype=np.float64 if exact else np.float32)
+    scores = np.full((len(queries), kk), -np.inf, dtype=np.float32)
     for i, ids in enumerate(cand):
         ids = ids[ids >= 0]
         if not len(ids):
             continue
         vecs = flat.reconstruct_batch(ids)
-        score = fixed_dot(vecs, queries[i]) if exact else vecs @ queries[i]
+        score = vecs @ queries[i]  # FAISS's float32 scoring (not exact): one BLAS product per query
         order = np.lexsort((ids, -score))[:kk]
         rows[i, : len(order)] = ids[order]
         scores[i, : len(order)] = score[order]

@@ -9,6 +9,7 @@ import pytest
 from _warc_data import Page, english_body, write_warc
 
 from forecast_env.cli.main import main as cli_main
+from forecast_env.config import load_config
 from forecast_env.corpus_build.pipeline import build_corpus
 from forecast_env.corpus_build.why import NEVER_SEEN_EXIT, explain_url, render_why
 
@@ -131,7 +132,8 @@ def test_what_the_other_profile_decides(tmp_path: Path) -> None:
              published="2025-04-12T09:00:00Z"),
     ])
     ws = tmp_path / "ws"
-    build_corpus([warc], ws, workers=1, progress=False)  # the shipped profile: paper
+    build_corpus([warc], ws, config=load_config("corpus", overrides=["quality.profile=paper"]), workers=1,
+                 progress=False)  # paper, for replication (the default is news)
     scores = explain_url(ws, "https://news.example.com/scores").records[0]
     assert (scores.stage, scores.reason) == ("quality", "gopher_alpha_words")
     assert scores.other_profiles == {"news": None}  # news passes it

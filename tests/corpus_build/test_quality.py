@@ -41,6 +41,7 @@ def _reason(f, text: str) -> str | None:
 def test_clean_news_article_passes_every_filter() -> None:
     filters = build_filters(load_config("corpus")["quality"])
     assert [type(f).__name__ for f in filters] == [
+        "PageRule",  # the default profile, news, judges the page first
         "GopherQualityFilter",
         "GopherRepetitionFilter",
         "C4Filter",
@@ -168,7 +169,7 @@ def test_every_reason_is_a_schema_code() -> None:
 def test_build_filters_config() -> None:
     cfg = load_config("corpus")["quality"]
     cfg = {**cfg, "c4": {**cfg["c4"], "enabled": False}}
-    assert [f.name for f in build_filters(cfg)] == ["gopher_quality", "gopher_repetition", "fineweb"]
+    assert [f.name for f in build_filters(cfg)] == ["page", "gopher_quality", "gopher_repetition", "fineweb"]
     with pytest.raises(ConfigError, match="quality.fineweb"):
         build_filters({"fineweb": {"bogus": 1}})
     with pytest.raises(ConfigError, match="unknown filter"):

@@ -9,6 +9,7 @@ import pytest
 from forecast_env.config import load_config
 from forecast_env.corpus_build.pipeline import per_file_config_hash, snapshot_config_hash
 from forecast_env.corpus_build.quality import (
+    DEFAULT_PROFILE,
     PROFILES,
     FineWebFilter,
     GopherQualityFilter,
@@ -82,8 +83,14 @@ def test_planted_boilerplate_dropped_under_news(text: str) -> None:
 
 def test_default_profile_and_overrides() -> None:
     cfg = load_config("corpus")
-    assert cfg["quality"]["profile"] == "paper"  # the shipped default (benchmarks/RESULTS.md, issue 25)
-    assert resolve_quality(cfg["quality"])["filters"] == PROFILES["paper"]
+    assert cfg["quality"]["profile"] == "news"  # the shipped default (issue 30); paper: replication
+    assert resolve_quality(cfg["quality"])["filters"] == PROFILES["news"]
+    assert resolve_quality(None)["profile"] == resolve_quality({})["profile"] == DEFAULT_PROFILE == "news"
+    # the switch of the default keys no part anew (a workspace built with paper re-extracts no WARC),
+    # while the snapshot id names the new default's corpus
+    pinned = load_config("corpus", overrides=["quality.profile=paper"])
+    assert per_file_config_hash(cfg) == per_file_config_hash(pinned)
+    assert snapshot_config_hash(cfg) != snapshot_config_hash(pinned)
     news = resolve_quality(load_config("corpus", overrides=["quality.profile=news"])["quality"])
     assert news["profile"] == "news" and news["filters"] == PROFILES["news"]
     paper = resolve_quality(load_config("corpus", overrides=["quality.profile=paper"])["quality"])

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forecast_env.crashpoints import CRASH_AT_VAR, CRASH_COUNT_VAR, CRASH_SIGNAL_VAR
+from forecast_env.store import drop_keys
 
 DRIVER = Path(__file__).with_name("_driver.py")
 #: Fields that hold a time or a duration, or count what one invocation did (a resumed run does less):
@@ -176,14 +177,6 @@ def seeded_chain(cmd: Command, n_full: int, kills: int, rng: random.Random, refe
 # ---------------------------------------------------------------------------------------------
 
 
-def _strip(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
-
-
 def _hidden(rel: Path) -> bool:
     return any(part.startswith(".") for part in rel.parts)
 
@@ -203,8 +196,8 @@ def normalized(path: Path, root: Path, base: Path) -> Any:
     if name.endswith((".json", ".jsonl")):
         text = path.read_text(encoding="utf-8").replace(str(base), "<WS>")
         if name.endswith(".jsonl"):
-            return [_strip(json.loads(line)) for line in text.splitlines() if line.strip()]
-        obj = _strip(json.loads(text))
+            return [drop_keys(json.loads(line), VOLATILE_KEYS) for line in text.splitlines() if line.strip()]
+        obj = drop_keys(json.loads(text), VOLATILE_KEYS)
         if name == "manifest.json" and isinstance(obj, dict) and isinstance(obj.get("files"), dict):
             # a file holding times has another sha256 in each run: the file itself is compared without them
             obj["files"] = {rel: info if not _volatile_file(root / rel) else "(compared without times)"

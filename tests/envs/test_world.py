@@ -359,7 +359,7 @@ def test_play_world_through_stdin(ws, monkeypatch, capsys):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # shares the gate world's build with test_acceptance.py
-def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_events):
+def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_events, gate_episode_forecasts):
     """On the acceptance gate's world (64 events, every split): a world run scores exactly the (event, date)
     rows an episode run scores, the uniform agent's table is identical, and every scheduled question of the
     reading agent had a standing forecast. Whether reading beats the blind forecast is the acceptance
@@ -368,11 +368,11 @@ def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_event
 
     from forecast_env.eval.runner import run_benchmark
 
-    tables = {}
-    for mode in ("episode", "world"):
-        run_dir = run_benchmark(gate_events, ["uniform", "retrieval"], split="all", workers=1,
-                                run_id=f"gate-{mode}-rows", progress=False, mode=mode)
-        tables[mode] = pl.read_parquet(run_dir / "forecasts.parquet").filter(~pl.col("missing"))
+    # the episode side is the acceptance gate's own run (a session fixture: played once for both checks)
+    tables = {"episode": gate_episode_forecasts.filter(~pl.col("missing"))}
+    run_dir = run_benchmark(gate_events, ["uniform", "retrieval"], split="all", workers=1,
+                            run_id="gate-world-rows", progress=False, mode="world")
+    tables["world"] = pl.read_parquet(run_dir / "forecasts.parquet").filter(~pl.col("missing"))
     keys = ["agent", "event_id", "forecast_date"]
     ep, wo = (tables[m].select(*keys, "step", "brier", "fallback").sort(keys) for m in ("episode", "world"))
     assert ep["event_id"].n_unique() >= 60

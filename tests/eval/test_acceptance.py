@@ -125,31 +125,15 @@ def test_default_bank_follows_the_seed():
         phrasing.check_bank("c")
 
 
-def _cache_root(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """FORECAST_ENV_ACCEPTANCE_DIR (worlds reused across runs, keyed by the builders' code) or a fresh folder."""
-    import os
-
-    cache = os.environ.get("FORECAST_ENV_ACCEPTANCE_DIR")
-    return Path(cache) / bench_acceptance.builder_hash() if cache else tmp_path_factory.mktemp(name)
-
-
-#: the world of the one-world gate: seed 1 writes its evidence with bank b, the phrasing written apart from
-#: the scenario pools; the reader was designed on bank-a worlds only (benchmarks/RESULTS.md, acceptance), so
-#: this world confirms it, never tuned it
-GATE_SEED = 1
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # builds a world: a few minutes on 2 idle cores, much longer on a shared machine
-def test_retrieval_beats_uniform_on_one_world(tmp_path_factory):
-    """The one-world gate of `make test`: on the `gate` world of GATE_SEED (64 events, train and eval: no
-    agent here is fitted), retrieval - uniform (Brier, event-clustered 95% interval) lies below 0."""
-    root = _cache_root(tmp_path_factory, "gate") / f"gate-seed{GATE_SEED}"
-    ws = bench_acceptance.build_world(root, "gate", GATE_SEED, workers=1)
-    f = bench_acceptance.run_agents(ws, "all", workers=1, agents=["uniform", "retrieval"], run_id="gate-test")
-    fig = bench_acceptance.figures(f)
+def test_retrieval_beats_uniform_on_one_world(gate_events, gate_episode_forecasts):
+    """The one-world gate of `make test`: on the `gate` world of conftest's GATE_SEED (64 events, train and
+    eval: no agent here is fitted), retrieval - uniform (Brier, event-clustered 95% interval) lies below 0.
+    The world and its run are session fixtures that test_world.py's world-mode check shares."""
+    fig = bench_acceptance.figures(gate_episode_forecasts)
     assert fig["n_events"] >= 60, fig
-    assert bench_acceptance.verdict([(f"gate world, seed {GATE_SEED}", fig)]) == [], fig
+    assert bench_acceptance.verdict([(f"gate world {gate_events.parent.name}", fig)]) == [], fig
 
 
 @pytest.mark.benchmark  # three gate worlds: many minutes on 2 cores (benchmarks/RESULTS.md, acceptance section)

@@ -27,6 +27,7 @@ import pytest
 
 from forecast_env.cli.main import main
 from forecast_env.errors import DISK_FULL_EXIT
+from forecast_env.store import drop_keys
 
 MOUNT_BYTES = 24 << 20
 PAGE = 4096
@@ -76,21 +77,13 @@ def leave_free(mnt: Path, free: int) -> None:
             os.close(fd)
 
 
-def _normal(obj: object) -> object:
-    if isinstance(obj, dict):
-        return {k: _normal(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
-    if isinstance(obj, list):
-        return [_normal(v) for v in obj]
-    return obj
-
-
 def fingerprint(path: Path) -> str:
     """The file's bytes, or for JSON its content without times and durations; for a manifest its files."""
     if path.suffix == ".json":
         data = json.loads(path.read_text())
         if path.name == "manifest.json":  # the files it lists, less the reports and records that hold times
             data = {k: v for k, v in data.get("files", {}).items() if not k.endswith((".json", "tool_calls.parquet"))}
-        return json.dumps(_normal(data), sort_keys=True)
+        return json.dumps(drop_keys(data, VOLATILE_KEYS), sort_keys=True)
     if path.name == "tool_calls.parquet":  # a tool call's latency is a time
         t = pq.read_table(path)
         return str(t.drop_columns([c for c in t.column_names if "ms" in c or "second" in c]).to_pylist())

@@ -177,11 +177,12 @@ def parse(ev: Any, cache_dir: Path, tally: Tally) -> None:
     tally.add("built")
 
 
-def test_mutated_gamma_events_through_the_parser(tmp_path: Path) -> None:
-    tally = Tally("polymarket_parse")
+def fuzz_parser(tmp_path: Path, name: str, examples: int) -> Tally:
+    """`examples` mutated Gamma events through the parser against the fixtures' cache; what it saw."""
+    tally = Tally(name)
     cache_dir = write_cache(tmp_path / "pm", EVENTS)
 
-    @fuzz_settings(300)
+    @fuzz_settings(examples)
     @given(mutated_event())
     def fuzz(case: tuple[dict[str, Any], list[str]]) -> None:
         ev, done = case
@@ -192,6 +193,11 @@ def test_mutated_gamma_events_through_the_parser(tmp_path: Path) -> None:
 
     fuzz()
     tally.dump()
+    return tally
+
+
+def test_mutated_gamma_events_through_the_parser(tmp_path: Path) -> None:
+    tally = fuzz_parser(tmp_path, "polymarket_parse", 300)
     assert tally.counts["inputs"] >= 300 and tally.counts["built"] > 0
 
 
@@ -286,17 +292,7 @@ def test_mutated_events_in_a_whole_build_are_counted_and_spare_the_good_ones(mic
 
 @pytest.mark.benchmark
 def test_thousands_of_mutated_gamma_events_through_the_parser(tmp_path: Path) -> None:
-    tally = Tally("polymarket_parse_bench")
-    cache_dir = write_cache(tmp_path / "pm", EVENTS)
-
-    @fuzz_settings(5000)
-    @given(mutated_event())
-    def fuzz(case: tuple[dict[str, Any], list[str]]) -> None:
-        tally.add("inputs")
-        parse(json.loads(json.dumps(case[0])), cache_dir, tally)
-
-    fuzz()
-    tally.dump()
+    tally = fuzz_parser(tmp_path, "polymarket_parse_bench", 5000)
     assert tally.counts["inputs"] >= 5000
 
 

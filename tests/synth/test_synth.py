@@ -535,3 +535,21 @@ def test_bench_store_schema(tmp_path):
         assert all(d.strftime("%Y-%m") == f.stem for d, _ in keys)
         total += tab.num_rows
     assert total == n and n >= 2900
+
+
+def test_news_keeps_table_matches_the_news_profile(truth):
+    """`planted.NEWS_KEEPS` (the truth's `kept_by`) is what the `news` profile does to each planted
+    quality body, in both paragraph joins; `paper` drops every one of them."""
+    from forecast_env.corpus_build.quality import apply_filters, build_filters
+    from forecast_env.synth import planted
+
+    news, paper = build_filters({"profile": "news"}), build_filters({"profile": "paper"})
+    kept = set()
+    for reason, _, lines in planted.quality_pages("Westmarch", "Ann Lee"):
+        for sep in ("\n", "\n\n"):
+            assert not apply_filters(sep.join(lines), paper).keep, reason
+        if any(apply_filters(sep.join(lines), news).keep for sep in ("\n", "\n\n")):
+            kept.add(reason)
+    assert kept == planted.NEWS_KEEPS
+    marked = {a["reason"] for a in truth["articles"].values() if a.get("kept_by") == ["news"]}
+    assert marked == planted.NEWS_KEEPS
