@@ -243,6 +243,14 @@ def _ours_traf_body(html: str, url: str) -> str:
     return extract_page(html, url, body_mode="trafilatura").body or ""
 
 
+def _mode(body_mode: str) -> Callable[[str, str], str]:
+    def run(html: str, url: str) -> str:
+        from forecast_env.corpus_build.extract import extract_page
+
+        return extract_page(html, url, body_mode=body_mode).body or ""
+    return run
+
+
 def _ours_longer(html: str, url: str) -> str:
     from forecast_env.corpus_build.extract import extract_page
 
@@ -289,6 +297,12 @@ EXTRACTORS: dict[str, tuple[str, Callable[[str, str], str]]] = {
     "ours_traf_body": ("extract_page(body_mode='trafilatura'): our parse for metadata, trafilatura's body",
                        _ours_traf_body),
     "ours_longer": ("extract_page(body_mode='longer'): ours and trafilatura's, the longer (x1.25) wins", _ours_longer),
+    "ours_lean": ("extract_page(body_mode='lean'): trafilatura's steps without the readability comparison",
+                  _mode("lean")),
+    "ours_lean_noesc": ("extract_page(body_mode='lean-no-escalation'): also without the recall escalation",
+                        _mode("lean-no-escalation")),
+    "ours_cascade": ("extract_page(body_mode='cascade'): ours when trusted and little prose left out, else lean",
+                     _mode("cascade")),
     "trafilatura": ("trafilatura.extract (default, no metadata)", _traf),
     "trafilatura_meta": ("trafilatura.bare_extraction(with_metadata=True)", _traf_meta),
     "resiliparse": ("resiliparse extract_plain_text(main_content=True)", _resiliparse),

@@ -12,6 +12,7 @@ runs over it under each variant, in the same process and run:
 - ``news-plain-filters``: the news profile with the filters as a plain port (each filter tokenizes
   on its own, Python n-gram loops: the quality stage before its speed-up; bench_quality_filters.py);
 - ``news-one-profile``: the other profile's verdicts not computed (the cost before profiles);
+- ``body=MODE``: the shipped config with `extract.body_mode=MODE` (e.g. ``body=lean``, ``body=cascade``);
 - ``body_mode=trafilatura|longer``: the body from trafilatura on every page, or the longer of ours and
   trafilatura's (``extract_page(body_mode=)``), with the news profile.
 
@@ -67,11 +68,15 @@ def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
 
     profile = "paper" if variant in ("paper", "default", "no-gate") else "news"
     body_mode = variant if variant in ("trafilatura", "longer") else "own"
+    if variant.startswith("body="):  # the shipped config with another body path
+        body_mode = variant[len("body="):]
     # the body path through the build's own config key (a patched extract_page would be overridden by
     # the body_mode the stage passes)
     overrides = ["corpus_start=2000-01-01"]
     if variant == "no-gate":
         overrides += ["language.gate_max_score=null"]
+    elif variant.startswith("body="):
+        overrides += [f"extract.body_mode={body_mode}"]
     elif variant != "default":
         overrides += [f"quality.profile={profile}", f"extract.body_mode={body_mode}"]
     cfg = load_config("corpus", overrides=overrides)

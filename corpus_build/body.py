@@ -346,13 +346,19 @@ def _densest(blocks: list[_Block]) -> list:
     return roots
 
 
-def measure_body(tree) -> tuple[str, int]:
-    """Our extractor's body and its length in characters (blank lines between blocks not counted)."""
+def measure_body(tree, left_out: bool = False):
+    """Our extractor's body and its length in characters (blank lines between blocks not counted);
+    `left_out`: also the characters of prose blocks (>= 80 characters each) that the body left out."""
     body = tree.find("body")
     scope = body if body is not None else tree
     blocks = _candidates(scope)
     if not blocks:
-        return "", 0
+        return ("", 0, 0) if left_out else ("", 0)
+    if left_out:
+        text, n = measure_body(tree)
+        chosen = set(text.split("\n\n")) if text else set()
+        missed = sum(len(b.text) for b in blocks if b.prose() >= 80 and b.text not in chosen)
+        return text, n, missed
 
     def text_of(roots) -> tuple[str, int]:
         chosen = [b for root in roots for b in _select(blocks, root)]
@@ -478,7 +484,17 @@ def trafilatura_steps(html: str, url: str, *, readability: bool = True, justext:
 
 
 #: How the body is chosen (`extract_page(..., body_mode=)`; benchmarks/RESULTS.md says why the default).
-BODY_MODES = ("own", "trafilatura", "longer")
+BODY_MODES = ("own", "trafilatura", "longer", "lean", "lean-no-escalation", "cascade")
+#: `trafilatura_steps` switches of the trafilatura-based modes (``trafilatura``: every step).
+TRAFILATURA_STEPS = {
+    "trafilatura": {},
+    "lean": {"readability": False},
+    "lean-no-escalation": {"readability": False, "escalation": False},
+    "cascade": {"readability": False},
+}
+#: ``cascade``: our body is kept when trustworthy and the prose blocks it left out (each >= 80
+#: characters) hold at most this share of its length; other pages go to `lean`.
+CASCADE_LEFT_OUT_SHARE = 0.2
 #: The default body path (configs/corpus.yaml `extract.body_mode`): trafilatura's main-content
 #: extraction, the one that met the quality goal on every held-out set (benchmarks/RESULTS.md, issue 25).
 DEFAULT_BODY_MODE = "trafilatura"
@@ -507,8 +523,13 @@ def article_body(tree, html: str, url: str, use_fallback: bool = True, body_mode
     more often than it takes in boilerplate)."""
     if body_mode not in BODY_MODES:
         raise ValueError(f"body_mode {body_mode!r}: choose one of {', '.join(BODY_MODES)}")
-    if body_mode == "trafilatura":
-        alt = trafilatura_body(html, url)
+    if body_mode == "cascade":
+        text, n, left_out = measure_body(tree, left_out=True)
+        if n >= MIN_TRUSTED_CHARS and left_out <= CASCADE_LEFT_OUT_SHARE * n:
+            return text
+    if body_mode in TRAFILATURA_STEPS:
+        steps = TRAFILATURA_STEPS[body_mode]
+        alt = trafilatura_steps(html, url, **steps) if steps else trafilatura_body(html, url)
         if alt.strip() and table_share(alt) <= LAYOUT_TABLE_SHARE:
             return alt
         text, trusted = own_body(tree)

@@ -181,7 +181,9 @@ def build_index(
     if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
         with wsio.staged(workspace, pull=("corpus/", "index/"), skip=("corpus/parts/",),
                          publish=("index/",), publish_on_failure=("index/months/",)) as local:
-            return build_index(local, config, progress, embedder=embedder, engine=engine,
+            # the months embed on the driver's node: Ray tasks elsewhere would not see its staged copy
+            # (the per-WARC stage, 93% of the plan's core-hours, is what runs on every node)
+            return build_index(local, config, progress, embedder=embedder, engine="local",
                                ray_address=ray_address, workers=workers)
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")

@@ -14,6 +14,7 @@ spawned process pool for `engine="local"`, Ray actors for `engine="ray"`) runs t
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
@@ -557,6 +558,50 @@ def _run_part_task(task: tuple) -> tuple[str, dict[str, Any]]:
     return (item.uri if isinstance(item, Source) else str(item)), counters
 
 
+#: (workspace URL, the driver's staged folder) while `build_corpus` builds an object-store workspace
+_REMOTE_WS: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("remote_ws", default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class PartOnNode:
+    """The per-WARC task on a Ray node that shares no disk with the driver (workspace on object
+    storage): write the part in this node's own scratch for the URL (`wsio.scratch_for`), publish it
+    (data first, its marker last: a node killed before the marker leaves nothing anyone reads), and
+    return the counters; the driver fetches the published part. Idempotent: a retry elsewhere writes
+    and publishes the same bytes."""
+
+    url: str
+
+    def __call__(self, task: tuple) -> tuple[str, dict[str, Any]]:
+        """Run one `_run_part_task` item with its parts folder moved to this node's scratch."""
+        from forecast_env import wsio
+
+        node_root = wsio.scratch_for(self.url)
+        parts_dir = node_root / "corpus" / "parts"
+        parts_dir.mkdir(parents=True, exist_ok=True)
+        src, _driver_parts, key, *rest = task
+        uri, counters = _run_part_task((src, str(parts_dir), key, *rest))
+        if not counters.get("failed"):
+            files = part_paths(parts_dir, _name_path(src), key)
+            wsio.RemoteWorkspace.at(self.url).publish(
+                node_root, relpaths=[str(f.relative_to(node_root)) for f in files.values()])
+        return uri, counters
+
+
+def _fetch_part(url: str, driver_root: str, task: tuple, counters: dict[str, Any]) -> None:
+    """Bring a part a node published (or its failure record) into the driver's staged folder."""
+    from forecast_env import wsio
+
+    src, parts_dir, key = task[0], Path(task[1]), task[2]
+    files = part_paths(parts_dir, _name_path(src), key)
+    if counters.get("failed"):
+        atomic_write_json(failed_path(files), counters)
+        return
+    remote = wsio.RemoteWorkspace.at(url)
+    remote.published(refresh=True)
+    remote.fetch([str(f.relative_to(driver_root)) for f in files.values()], driver_root)
+
+
 # ---------------------------------------------------------------------------------------------
 # executors
 # ---------------------------------------------------------------------------------------------
@@ -584,9 +629,11 @@ def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine
     stats = None
     with contextlib.ExitStack() as stack:
         limiter = None
+        remote_ws = _REMOTE_WS.get() if engine == "ray" else None
         if engine == "ray" and tasks:
             stack.enter_context(ray_session(ray_address, workers, CorpusError))
-            check_shared_storage(tasks[0][1])
+            if remote_ws is None:  # parts go to object storage from each node's scratch: no shared disk needed
+                check_shared_storage(tasks[0][1])
         if remote:
             settings = HttpSettings.from_config(cfg)
             limiter = stack.enter_context(start_limiter(settings, engine, min(workers, len(tasks))))
@@ -610,11 +657,16 @@ def _process_files(tasks: list[tuple[str | Source, str, str]], cfg: dict, engine
             if progress:
                 poller.start()
             try:
-                for path, counters in map_unordered(_run_part_task,
+                task_fn: Callable[[tuple], tuple[str, dict[str, Any]]] = (
+                    PartOnNode(remote_ws[0]) if remote_ws else _run_part_task)
+                by_uri = {(p.uri if isinstance(p, Source) else str(p)): (p, d, k) for p, d, k in tasks}
+                for path, counters in map_unordered(task_fn,
                                                     [(p, d, k, cfg, limiter, keep) for p, d, k in tasks],
                                                     engine=engine, workers=workers, threads=None,
                                                     ray_address=ray_address, error=CorpusError,
                                                     broken_advice="Rerun the build: finished files are kept."):
+                    if remote_ws:
+                        _fetch_part(remote_ws[0], remote_ws[1], by_uri[path], counters)
                     with lock:
                         bar.update(1)
                         failed += bool(counters.get("failed"))
@@ -734,9 +786,13 @@ def build_corpus(
                 if on_file_done:
                     on_file_done(path)
 
-            summary = build_corpus(warc_paths, local, config=config, workers=workers, engine=engine,
-                                   progress=progress, on_file_done=done, keep_warc=keep_warc,
-                                   keep_dropped_text=keep_dropped_text)
+            token = _REMOTE_WS.set((str(workspace).rstrip("/"), str(local)))
+            try:
+                summary = build_corpus(warc_paths, local, config=config, workers=workers, engine=engine,
+                                       progress=progress, on_file_done=done, keep_warc=keep_warc,
+                                       keep_dropped_text=keep_dropped_text)
+            finally:
+                _REMOTE_WS.reset(token)
         summary["paths"] = {**summary["paths"], "workspace": str(workspace), "scratch": str(local)}
         return summary
 
@@ -777,7 +833,9 @@ def build_corpus(
     file_errors += [{"warc_file": f["warc_file"], "error": f["error"], "records_read": 0, "kind": f["kind"]}
                     for f in transfer["failed"]]
     # out of core (corpus_build/merge.py): dedup over keys, then the store month by month
-    merged = merge_parts(ws, [merge_part_files(all_parts[p], cfg) for p in inputs], cfg, engine=engine,
+    # an object-store workspace: the merge runs on the driver's node, out of core, over its staged copy
+    merge_engine = "local" if _REMOTE_WS.get() else engine
+    merged = merge_parts(ws, [merge_part_files(all_parts[p], cfg) for p in inputs], cfg, engine=merge_engine,
                          workers=workers, ray_address=exec_cfg.get("ray_address"), progress=progress)
     t_dedup = t_merge + merged.timings["keys_s"] + merged.timings["pairs_s"]
     written, dropped = merged.written, merged.dropped

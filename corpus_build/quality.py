@@ -580,8 +580,9 @@ def page_features(body_words: int, page: PageSignalsLike) -> list[float]:
 #: fitted on the tuning pages only (benchmarks/RESULTS.md, issue 30; the article pages twice, as they are
 #: and with their article metadata stripped). Plain numbers, in `PAGE_FEATURES` order.
 PAGE_MODEL: dict = {
-    "intercept": 0.0,
-    "weights": (0.0,) * len(PAGE_FEATURES),
+    "intercept": 2.7281,
+    "weights": (2.6371, 1.2309, 1.7296, -2.4587, 0.8079, -1.4483, -0.5451, 0.3576, 2.8288, 1.8528, -0.0723, 0.1525,
+                -0.8554, -1.0057, -0.4119, -0.6066, -0.2614),
 }
 
 
@@ -734,6 +735,8 @@ PROFILES: dict[str, dict[str, dict]] = {
 PAGE_DEFAULTS: dict = {
     "enabled": True, "drop_score": 2, "article_weight": 2, "max_link_share": 0.4, "min_body_share": 0.6,
     "min_teasers": 10, "short_body_words": 150, "listing": True, "error": True, "login": True, "cookie_wall": True,
+    # issue 30: the linear model (PAGE_MODEL) judges listings; threshold 2.0 chosen on the tuning pages
+    "method": "linear", "linear_threshold": 2.0,
 }
 PROFILES["news"] = {
     # is the page an article at all (index, tag, login, cookie-wall and error pages are not)

@@ -33,7 +33,7 @@ ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
         "embed.quantize": (None, "int8", "int8-static"),
         "timestamps.visibility": ("conservative", "crawl", "publication"),
         "quality.profile": ("news", "paper"),
-        "extract.body_mode": ("own", "trafilatura", "longer"),  # corpus_build.body.BODY_MODES
+        "extract.body_mode": ("own", "trafilatura", "longer", "lean", "lean-no-escalation", "cascade"),  # body.BODY_MODES
         "execution.engine": ENGINES,
     },
     "events": {"screen.judge": ("offline", "llm")},

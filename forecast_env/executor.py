@@ -156,8 +156,10 @@ def _map_ray(fn: Callable[[T], R], items: list[T], workers: int, setup: Callable
              error: type[ForecastEnvError]) -> Iterator[R]:
     with ray_session(address, workers, error) as ray:
         options: dict[str, Any] = {"num_cpus": threads or 1, "num_gpus": num_gpus}
-        if threads:
-            options["runtime_env"] = {"env_vars": {name: str(int(threads)) for name in THREAD_VARS}}
+        env_vars = {name: str(int(threads)) for name in THREAD_VARS} if threads else {}
+        env_vars.update(_storage_env())  # the object store's endpoint and credentials reach every node
+        if env_vars:
+            options["runtime_env"] = {"env_vars": env_vars}
         if address:
             cpus = int(ray.cluster_resources().get("CPU", workers))
             n_actors = max(1, min(len(items), cpus // int(threads or 1)))
@@ -172,6 +174,16 @@ def _map_ray(fn: Callable[[T], R], items: list[T], workers: int, setup: Callable
         actor_cls = ray.remote(**options)(_Actor)
         fn_ref, args_ref = ray.put(fn), ray.put(setup_args)
         yield from _ray_loop(ray, lambda: actor_cls.remote(fn_ref, setup, args_ref), items, n_actors, error)
+
+
+def _storage_env() -> dict[str, str]:
+    """The object-store variables of this process (`wsio.worker_env`), for Ray workers on other nodes."""
+    try:
+        from forecast_env import wsio
+    except ImportError:
+        return {}
+    # a node's scratch is the node's own (its FORECAST_ENV_SCRATCH, else its cache): never the driver's path
+    return {k: v for k, v in wsio.worker_env().items() if k != "FORECAST_ENV_SCRATCH"}
 
 
 #: How often one item may lose its worker (a dead actor process or node) before the stage gives up.

@@ -105,7 +105,11 @@ class LocalRayCluster:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = dict(os.environ, **DRIVER_ENV, FORECAST_ENV_CLUSTER=self.id)
+        # no object-store endpoint or credentials, no scratch of the driver's: those reach a task through
+        # Ray's runtime_env (forecast_env.executor), as on a real cluster
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("AWS_") and k not in ("FORECAST_ENV_SCRATCH", "FORECAST_ENV_STORAGE_OPTIONS")}
+        env.update(DRIVER_ENV, FORECAST_ENV_CLUSTER=self.id)
         env.update(extra or {})
         return env
 
@@ -181,13 +185,13 @@ class LocalRayCluster:
         scratch.mkdir(exist_ok=True)
         box = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                "--tmpfs", "/dev/shm", "--bind", str(temp), str(temp), "--bind", str(scratch), str(scratch)]
-        for other in scratches:
-            if other != scratch:
-                box += ["--tmpfs", str(other)]
-        for hidden in self.hidden:
-            box += ["--tmpfs", str(hidden)]
+        covered = [*(o for o in scratches if o != scratch), *self.hidden]
+        for other in covered:  # empty there, then read-only (after the shared folders are bound inside)
+            box += ["--tmpfs", str(other)]
         for shared in self.shared:
             box += ["--bind", str(shared), str(shared)]
+        for other in covered:
+            box += ["--remount-ro", str(other)]
         cmd = box + [RAY, "start", "--block", "--address", self.address, "--num-cpus", "1",
                      "--object-store-memory", str(OBJECT_STORE_BYTES), "--temp-dir", str(temp),
                      "--resources", json.dumps({f"node{i}": 1}), "--disable-usage-stats",

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _cluster import DRIVER_ENV, LocalRayCluster, bwrap_works
+from _s3server import s3_bucket, s3_server  # noqa: F401  (the moto S3 server, tests/_s3server.py)
 
 
 @pytest.fixture()

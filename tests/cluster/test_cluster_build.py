@@ -58,7 +58,7 @@ def snapshot_ids(ws: Path) -> tuple[str, str]:
     return corpus, index
 
 
-def build_chain(ws: Path, url: str, polymarket: Path, engine: list[str]) -> None:
+def build_chain(ws: Path | str, url: str, polymarket: Path, engine: list[str]) -> None:
     """corpus build (streamed from the served world), index build, events build, through the CLI."""
     from forecast_env.cli.main import main
 
@@ -124,10 +124,20 @@ def assert_same_build(ws: Path, ref: Path) -> None:
     assert not list((ws / "corpus").rglob(".*.tmp"))
 
 
-def test_chain_on_three_nodes_with_a_worker_node_killed_mid_part(make_cluster, served_world, micro_world,
-                                                                  tmp_path, tmp_path_factory):
-    """The chain on a head and two worker nodes; worker 1 is killed while it writes a part: its file is
-    redone on worker 2 and the result equals the local one-process build byte for byte.
+def pulled(url: str, dest: Path) -> Path:
+    """The published workspace at `url`, pulled into `dest` with its parts (`forecast-env workspace pull`)."""
+    from forecast_env.cli.main import main
+
+    assert main(["workspace", "pull", url, str(dest), "--with-parts"]) == 0
+    return dest
+
+
+def test_chain_on_three_nodes_over_s3_with_a_worker_node_killed_mid_part(make_cluster, s3_bucket, served_world,
+                                                                         micro_world, tmp_path, tmp_path_factory):
+    """The chain on a head and two worker nodes with the workspace on the S3 server: the nodes share no
+    disk with the driver or each other (each writes its parts in its own scratch and publishes them);
+    worker 1 is killed while it writes a part, its file is redone on worker 2, and the store, index,
+    events and snapshot ids equal the local one-process build byte for byte.
 
     First the shared-storage guard on the same cluster: nodes on one host share an address, so it keys
     them by node id and names both worker nodes that do not see the driver's folder (keyed by address
@@ -137,34 +147,34 @@ def test_chain_on_three_nodes_with_a_worker_node_killed_mid_part(make_cluster, s
     from forecast_env.retrieval.model_cache import cache_root
 
     t0 = time.perf_counter()
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    # the nodes see none of the driver's test folders (the reference build, the world's files) but
-    # `shared`, and the machine's model cache (as a node image holds it); they start while the reference builds
-    cluster = make_cluster(workers=2, hidden=(tmp_path_factory.getbasetemp(),), shared=(shared, cache_root()),
+    # the nodes see none of the driver's test folders (the reference build, the driver's scratch) and
+    # only the machine's model cache (as a node image holds it); they start while the reference builds
+    cluster = make_cluster(workers=2, hidden=(tmp_path_factory.getbasetemp(),), shared=(cache_root(),),
                            worker_env={1: freeze_env("part.chunk")}, background=True)
     ref = local_reference(tmp_path_factory, served_world.url, micro_world / "polymarket")
     t_ref = time.perf_counter()
     cluster.ready()
     t_up = time.perf_counter()
+    assert _driver_on_head()
     with pytest.raises(CorpusError, match=r"2 of 3 Ray nodes cannot see") as err:
         check_shared_storage(ref / "corpus" / "parts")
     assert "s3://" in str(err.value) and "object storage" in str(err.value)
-    check_shared_storage("s3://bucket/ws/corpus/parts")
+    check_shared_storage(f"{s3_bucket}/ws/corpus/parts")
 
     killer = NodeKiller(cluster, cluster.workers[0], "part.chunk")
     killer.start()
-    ws = shared / "ws"
-    build_chain(ws, served_world.url, micro_world / "polymarket", ["--engine", "ray", "--ray-address",
-                                                                  cluster.address])
+    url = f"{s3_bucket}/ws"
+    build_chain(url, served_world.url, micro_world / "polymarket", ["--engine", "ray", "--ray-address",
+                                                                   cluster.address])
     t_built = time.perf_counter()
     print(f"timings: reference {t_ref - t0:.1f} s, cluster up {t_up - t_ref:.1f} s, "
           f"cluster chain {t_built - t_up:.1f} s")
     killer.join(timeout=1)
     assert killer.killed_pid is not None, "worker 1 never crossed part.chunk: no node was killed"
     assert len(cluster.alive_nodes()) == 2
-    assert_same_build(ws, ref)
-    assert not list(cluster.workers[0].scratch.glob("*.parquet"))  # nothing of the build on the dead node's disk
+    assert_same_build(pulled(url, tmp_path / "pulled"), ref)
+    survivor = cluster.workers[1].scratch
+    assert list(survivor.rglob("*.articles.parquet")), "worker 2 wrote no part in its own scratch"
 
 
 def _driver_on_head() -> bool:

@@ -214,8 +214,12 @@ def test_boilerplate_pages_are_dropped_under_news(make, url, reason):
 
 
 def test_listing_score_reads_teasers_and_url_without_the_url():
-    """20 teaser blocks and a page of links score as a listing even on an article-like URL."""
-    res, ext = _judge(_tag_page_html(), "https://news.example.com/2026/03/14/roundup")
+    """20 teaser blocks and a page of links score as a listing even on an article-like URL (the sign
+    score, `quality.page.method=score`; the linear model reads a dated URL as an article's, issue 30)."""
+    url = "https://news.example.com/2026/03/14/roundup"
+    ext = extract_page(_tag_page_html(), url)
+    res = apply_filters(normalize_text(ext.body or ""), build_filters({"profile": "news", "page": {"method": "score"}}),
+                        ext.page)
     assert ext.page.n_article_tags == 20 and ext.page.n_link_headings == 20
     assert not res.keep and res.reason == "page_listing", (res.reason, res.detail)
     assert "teasers=20" in res.detail

@@ -65,7 +65,7 @@ def _listing() -> tuple[str, str]:
         f'<div class="teaser"><h3><a href="/news/2025/03/{i:02d}/story-{i}">Council news headline number {i} '
         f'about the town</a></h3><p>A short teaser of the story {i}, two lines long.</p></div>' for i in range(1, 25))
     return _html("Local news | Valley Herald", f"<h1>Local news</h1>{teasers}",
-                 '<meta property="og:type" content="website">'), "https://valleyherald.example/news/local"
+                 '<meta property="og:type" content="website">'), "https://valleyherald.example/local"
 
 
 def _verdict(html: str, url: str):
