@@ -16,6 +16,8 @@ both engines write the same files.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import hashlib
 import json
 import os
@@ -143,6 +145,58 @@ def index_month(task: dict[str, Any]) -> dict[str, Any]:
     return marker
 
 
+#: (workspace URL, the driver's staged folder) while `build_index` builds an object-store workspace
+_REMOTE_WS: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("index_remote_ws", default=None)
+
+
+def month_unit(month: str) -> str:
+    """The object-store publish unit of one index month (`wsio.unit_of` of each of its files)."""
+    return f"index/months/{month}"
+
+
+@dataclasses.dataclass(frozen=True)
+class MonthOnNode:
+    """`index_month` on a Ray node that shares no disk with the driver (workspace on object storage).
+
+    The task fetches the month's article shard from the bucket (verified against its published sha256)
+    into this node's own scratch for the URL (`wsio.scratch_for`), writes the month's files there,
+    publishes them as the month's unit (data first, marker last: a node lost mid-month leaves nothing
+    anyone reads; a retry elsewhere writes and publishes the same bytes) and returns the marker; the
+    driver then fetches the published month (`fetch_month`)."""
+
+    url: str
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Run one month with its shard and index folder moved from the driver's root to this node's."""
+        from forecast_env import wsio
+
+        node_root = wsio.scratch_for(self.url)
+        driver_root = Path(task["root"])
+        shard_rel = Path(task["shard"]).relative_to(driver_root)
+        index_rel = Path(task["index_dir"]).relative_to(driver_root)
+        remote = wsio.RemoteWorkspace.at(self.url)
+        remote.published(refresh=True)
+        remote.fetch([shard_rel.as_posix()], node_root)
+        marker = index_month({**task, "shard": str(node_root / shard_rel), "index_dir": str(node_root / index_rel)})
+        layout = IndexLayout(node_root / index_rel)
+        files = [*_outputs(layout, marker["month"]), *sorted(p for p in layout.bm25_month(marker["month"]).rglob("*")
+                                                              if p.is_file()),
+                 layout.root / "months" / f"{marker['month']}.json"]
+        remote.publish(node_root, relpaths=sorted({f.relative_to(node_root).as_posix() for f in files}))
+        return marker
+
+
+def fetch_month(url: str, driver_root: str | Path, month: str) -> None:
+    """Bring a month a node published into the driver's staged folder (every file its unit lists)."""
+    from forecast_env import wsio
+
+    remote = wsio.RemoteWorkspace.at(url)
+    unit = remote.published(refresh=True).get(month_unit(month))
+    if unit is None:
+        raise WorkspaceError(f"{url}: index month {month} was built on a node but is not published")
+    remote.fetch(sorted(unit["files"]), driver_root)
+
+
 def _read_marker(layout: IndexLayout, month: str) -> dict[str, Any] | None:
     try:
         return json.loads((layout.root / "months" / f"{month}.json").read_text())
@@ -181,10 +235,14 @@ def build_index(
     if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
         with wsio.staged(workspace, pull=("corpus/", "index/"), skip=("corpus/parts/",),
                          publish=("index/",), publish_on_failure=("index/months/",)) as local:
-            # the months embed on the driver's node: Ray tasks elsewhere would not see its staged copy
-            # (the per-WARC stage, 93% of the plan's core-hours, is what runs on every node)
-            return build_index(local, config, progress, embedder=embedder, engine="local",
-                               ray_address=ray_address, workers=workers)
+            # with engine ray each month runs on a node: it fetches its shard from the bucket and publishes
+            # the month (MonthOnNode); the driver fetches it, then builds the IVF and global files here
+            token = _REMOTE_WS.set((str(workspace).rstrip("/"), str(local)))
+            try:
+                return build_index(local, config, progress, embedder=embedder, engine=engine,
+                                   ray_address=ray_address, workers=workers)
+            finally:
+                _REMOTE_WS.reset(token)
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
     ws = Workspace.at(workspace)
@@ -224,6 +282,7 @@ def build_index(
             dims.add(int(marker["dim"]))
         else:
             todo.append({"shard": str(shard), "month": month, "sha": sha, "index_dir": str(layout.root),
+                         "root": str(ws.root),
                          "embed_hash": embed_hash, "float16": bool(embed_cfg.get("float16")),
                          "rows": pq.ParquetFile(shard).metadata.num_rows})
     if len(dims) > 1:
@@ -291,12 +350,16 @@ def _embed_months(todo: list[dict[str, Any]], embed_cfg: dict[str, Any], embedde
     done = []
     try:
         n_workers = int(workers or exec_cfg.get("workers") or os.cpu_count() or 1) if not in_process else 1
+        remote_ws = _REMOTE_WS.get() if not in_process else None
+        task_fn: Any = MonthOnNode(remote_ws[0]) if remote_ws else index_month
         results = map_unordered(
-            index_month, todo, engine=engine, workers=n_workers, setup=_setup_worker,
+            task_fn, todo, engine=engine, workers=n_workers, setup=_setup_worker,
             setup_args=(embed_cfg, embedder), threads=None if in_process else 1,
             ray_address=ray_address or exec_cfg.get("ray_address"), num_gpus=1.0 if gpu and engine == "ray" else 0.0,
             error=CorpusError, broken_advice="Rerun the index build: finished months are kept.")
         for marker in results:
+            if remote_ws:
+                fetch_month(remote_ws[0], remote_ws[1], marker["month"])
             done.append(marker)
             if not in_process:
                 bar.update(int(marker["rows"]))

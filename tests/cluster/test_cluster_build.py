@@ -135,8 +135,9 @@ def pulled(url: str, dest: Path) -> Path:
 def test_chain_on_three_nodes_over_s3_with_a_worker_node_killed_mid_part(make_cluster, s3_bucket, served_world,
                                                                          micro_world, tmp_path, tmp_path_factory):
     """The chain on a head and two worker nodes with the workspace on the S3 server: the nodes share no
-    disk with the driver or each other (each writes its parts in its own scratch and publishes them);
-    worker 1 is killed while it writes a part, its file is redone on worker 2, and the store, index,
+    disk with the driver or each other (each writes its parts and index months in its own scratch and
+    publishes them); worker 1 is killed while it writes a part, its file is redone on worker 2, the
+    months run on worker 2, and the store, index,
     events and snapshot ids equal the local one-process build byte for byte.
 
     First the shared-storage guard on the same cluster: nodes on one host share an address, so it keys
@@ -175,6 +176,11 @@ def test_chain_on_three_nodes_over_s3_with_a_worker_node_killed_mid_part(make_cl
     assert_same_build(pulled(url, tmp_path / "pulled"), ref)
     survivor = cluster.workers[1].scratch
     assert list(survivor.rglob("*.articles.parquet")), "worker 2 wrote no part in its own scratch"
+    # the index months ran on the surviving worker node too (each fetched its shard, published its month)
+    months = sorted(p.name for p in (tmp_path / "pulled" / "index" / "dense").glob("*.faiss")
+                    if not p.name.endswith(".ivf.faiss"))
+    on_node = sorted(p.name for p in survivor.rglob("index/dense/*.faiss"))
+    assert months and on_node == months, (on_node, months)
 
 
 def _driver_on_head() -> bool:
@@ -243,3 +249,27 @@ def test_driver_killed_mid_merge_then_a_rerun_resumes(make_cluster, served_world
     assert not streamed, f"the rerun streamed finished files again: {streamed[:3]}"
     assert len(cluster.alive_nodes()) == 3
     assert_same_build(ws, ref)
+
+
+@pytest.mark.benchmark
+def test_a_worker_node_killed_mid_month_over_s3(make_cluster, s3_bucket, served_world, micro_world, tmp_path,
+                                               tmp_path_factory):
+    """The workspace on the S3 server, worker 1 killed while it builds an index month in its own scratch
+    (nothing of that month published yet): the month is redone on worker 2, which publishes it, and the
+    build equals the local one byte for byte."""
+    from forecast_env.retrieval.model_cache import cache_root
+
+    cluster = make_cluster(workers=2, hidden=(tmp_path_factory.getbasetemp(),), shared=(cache_root(),),
+                           worker_env={1: freeze_env("index.month")}, background=True)
+    ref = local_reference(tmp_path_factory, served_world.url, micro_world / "polymarket")
+    cluster.ready()
+    assert _driver_on_head()
+    killer = NodeKiller(cluster, cluster.workers[0], "index.month")
+    killer.start()
+    url = f"{s3_bucket}/ws"
+    build_chain(url, served_world.url, micro_world / "polymarket", ["--engine", "ray", "--ray-address",
+                                                                   cluster.address])
+    killer.join(timeout=1)
+    assert killer.killed_pid is not None, "worker 1 never crossed index.month: no node was killed"
+    assert_same_build(pulled(url, tmp_path / "pulled"), ref)
+    assert list(cluster.workers[1].scratch.rglob("index/dense/*.faiss")), "worker 2 built no month"
