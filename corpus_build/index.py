@@ -174,15 +174,16 @@ class MonthOnNode:
         driver_root = Path(task["root"])
         shard_rel = Path(task["shard"]).relative_to(driver_root)
         index_rel = Path(task["index_dir"]).relative_to(driver_root)
-        remote = wsio.RemoteWorkspace.at(self.url)
-        remote.published(refresh=True)
-        remote.fetch([shard_rel.as_posix()], node_root)
-        marker = index_month({**task, "shard": str(node_root / shard_rel), "index_dir": str(node_root / index_rel)})
-        layout = IndexLayout(node_root / index_rel)
-        files = [*_outputs(layout, marker["month"]), *sorted(p for p in layout.bm25_month(marker["month"]).rglob("*")
-                                                              if p.is_file()),
-                 layout.root / "months" / f"{marker['month']}.json"]
-        remote.publish(node_root, relpaths=sorted({f.relative_to(node_root).as_posix() for f in files}))
+        with wsio.task_log("index.month", shard_rel.stem):
+            remote = wsio.RemoteWorkspace.at(self.url)
+            remote.fetch([shard_rel.as_posix()], node_root)
+            marker = index_month({**task, "shard": str(node_root / shard_rel),
+                                  "index_dir": str(node_root / index_rel)})
+            layout = IndexLayout(node_root / index_rel)
+            files = [*_outputs(layout, marker["month"]),
+                     *sorted(p for p in layout.bm25_month(marker["month"]).rglob("*") if p.is_file()),
+                     layout.root / "months" / f"{marker['month']}.json"]
+            remote.publish(node_root, relpaths=sorted({f.relative_to(node_root).as_posix() for f in files}))
         return marker
 
 
@@ -352,6 +353,10 @@ def _embed_months(todo: list[dict[str, Any]], embed_cfg: dict[str, Any], embedde
         n_workers = int(workers or exec_cfg.get("workers") or os.cpu_count() or 1) if not in_process else 1
         remote_ws = _REMOTE_WS.get() if not in_process else None
         task_fn: Any = MonthOnNode(remote_ws[0]) if remote_ws else index_month
+        if remote_ws:  # nodes publish months one by one: the index's own marker first (`wsio.pull_workspace`)
+            from forecast_env import wsio
+
+            wsio.RemoteWorkspace.at(remote_ws[0]).unpublish("index")
         results = map_unordered(
             task_fn, todo, engine=engine, workers=n_workers, setup=_setup_worker,
             setup_args=(embed_cfg, embedder), threads=None if in_process else 1,

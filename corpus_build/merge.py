@@ -24,6 +24,7 @@ and benchmarks), byte for byte.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -778,6 +779,129 @@ def _month_tasks(ws: Workspace, parts: Sequence[PartFiles], order: Order, hits: 
 
 
 # ---------------------------------------------------------------------------------------------
+# on Ray nodes that share no disk with the driver (a workspace on object storage)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RemoteMerge:
+    """A merge whose workspace is on object storage: its URL and the driver's staged folder (the
+    tasks' paths are under it; `wsio.staged`)."""
+
+    url: str
+    root: str
+
+
+def _rebase(obj: Any, old: str, new: str) -> Any:
+    """`obj` (a task: dataclass, tuple, dict, path string) with every path under `old` moved under `new`."""
+    if isinstance(obj, str):
+        return new + obj[len(old):] if obj == old or obj.startswith(old.rstrip("/") + "/") else obj
+    if isinstance(obj, tuple):
+        return tuple(_rebase(o, old, new) for o in obj)
+    if isinstance(obj, list):
+        return [_rebase(o, old, new) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _rebase(v, old, new) for k, v in obj.items()}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: _rebase(getattr(obj, f.name), old, new)
+                                           for f in dataclasses.fields(obj) if f.init})
+    return obj
+
+
+def task_files(task: Any) -> tuple[list[str], list[str]]:
+    """(the files a merge task reads, the files it writes): keys task, `PairTask`, `MonthTask`, `DroppedTask`."""
+    if isinstance(task, PairTask):
+        return [*task.keys, task.ranks], []
+    if isinstance(task, MonthTask):
+        return [src for src, _ in task.sources], [task.out]
+    if isinstance(task, DroppedTask):
+        return list(task.sources), [task.out]
+    articles, out, _ = task
+    return [articles], [out]
+
+
+@dataclass(frozen=True)
+class TaskOnNode:
+    """A merge task (keys, pairs, store) on a Ray node that shares no disk with the driver.
+
+    The task fetches the files it reads from the bucket (each verified against its marker's sha256;
+    a node keeps what it fetched in its own scratch for the URL, `wsio.scratch_for`, so a node reads
+    each part once), runs there, and publishes what it wrote as that file's own unit (a keys sidecar
+    into its part's unit, a month shard as `corpus/articles/YYYY-MM`, a dropped table as
+    `corpus/dropped/<stage>`: data first, marker last, so a node lost mid-task leaves nothing anyone
+    reads and a retry elsewhere publishes the same bytes). The driver then fetches the outputs
+    (`_fetch_outputs`). Memory per task is what the task itself holds: no file is read whole into memory
+    to move it (`wsio.BLOCK`)."""
+
+    remote: RemoteMerge
+    fn: Callable[[Any], Any]
+
+    def __call__(self, task: Any) -> Any:
+        """Fetch `task`'s inputs into this node's scratch, run it there, publish its outputs."""
+        from forecast_env import wsio
+
+        node = wsio.scratch_for(self.remote.url)
+        inputs, outputs = task_files(task)
+        with wsio.task_log(*_task_name(task)):
+            bucket = wsio.RemoteWorkspace.at(self.remote.url)
+            bucket.fetch([_rel(p, self.remote.root) for p in inputs], node)
+            result = self.fn(_rebase(task, self.remote.root, str(node)))
+            written = [r for r in (_rel(p, self.remote.root) for p in outputs) if (node / r).is_file()]
+            if written:
+                bucket.publish(node, relpaths=written)
+        return result
+
+
+def _task_name(task: Any) -> tuple[str, str]:
+    # (kind, name) of a merge task for `wsio.task_log`
+    if isinstance(task, PairTask):
+        return "merge.pairs", f"{task.stage}{task.band if task.stage == 'band' else ''}/{task.partition}"
+    if isinstance(task, MonthTask):
+        return "merge.month", task.month
+    if isinstance(task, DroppedTask):
+        return "merge.dropped", task.stage
+    return "merge.keys", Path(task[0]).name.split(".", 1)[0]
+
+
+def _rel(path: str | Path, root: str) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError as exc:
+        raise CorpusError(f"{path}: a merge file outside the staged workspace {root}") from exc
+
+
+def _ensure_published(remote: RemoteMerge, paths: Sequence[str | Path]) -> None:
+    """Publish those of the driver's files the nodes will read that no marker lists yet (parts are
+    published as they finish and the staged folder was pulled from the bucket, so a listed file is
+    the driver's; e.g. parts of a workspace first built locally and pushed without them)."""
+    from forecast_env import wsio
+
+    rels = sorted({_rel(p, remote.root) for p in paths})
+    bucket = wsio.RemoteWorkspace.at(remote.url)
+    listed = {r for m in bucket.markers_of(wsio.unit_of(r) for r in rels).values() for r in m["files"]}
+    missing = [r for r in rels if r not in listed]
+    if missing:
+        bucket.publish(Path(remote.root), relpaths=missing)
+
+
+def _fetch_outputs(remote: RemoteMerge, paths: Sequence[str | Path]) -> list[bool]:
+    """Bring the files nodes published into the driver's staged folder; per file, whether it changed."""
+    from forecast_env import wsio
+
+    def stat(p: Path) -> tuple[int, int] | None:
+        return (p.stat().st_size, p.stat().st_mtime_ns) if p.exists() else None
+
+    local = [Path(p) for p in paths]
+    before = [stat(p) for p in local]
+    wsio.RemoteWorkspace.at(remote.url).fetch([_rel(p, remote.root) for p in local], remote.root)
+    return [stat(p) != b for p, b in zip(local, before)]
+
+
+def _on_nodes(fn: Callable[[Any], Any], remote: RemoteMerge | None) -> Callable[[Any], Any]:
+    return TaskOnNode(remote, fn) if remote is not None else fn
+
+
+# ---------------------------------------------------------------------------------------------
 # the merge
 # ---------------------------------------------------------------------------------------------
 
@@ -810,41 +934,53 @@ def _map(fn: Callable[[Any], Any], items: list, engine: str, workers: int, ray_a
 
 
 def compute_keys(parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str = "local", workers: int = 1,
-                 ray_address: str | None = None, progress: bool = False) -> int:
-    """Write the keys sidecar of every part that lacks one; returns how many were computed."""
+                 ray_address: str | None = None, progress: bool = False, remote: RemoteMerge | None = None) -> int:
+    """Write the keys sidecar of every part that lacks one; returns how many were computed. With
+    `remote` (Ray nodes over object storage) each runs on a node (`TaskOnNode`) and the driver
+    fetches the sidecars it published."""
     dedup_cfg = cfg.get("dedup") or {}
     todo = [(str(p.articles), str(p.keys), dedup_cfg) for p in parts if not p.keys.exists()]
     if todo:
-        _map(write_part_keys, todo, engine, workers, ray_address, "dedup keys", progress)
+        if remote is not None:
+            _ensure_published(remote, [t[0] for t in todo])
+        _map(_on_nodes(write_part_keys, remote), todo, engine, workers, ray_address, "dedup keys", progress)
+        if remote is not None:
+            _fetch_outputs(remote, [t[1] for t in todo])
     return len(todo)
 
 
 def merge_parts(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str = "local",
                 workers: int = 1, ray_address: str | None = None, progress: bool = False,
-                rows_per_task: int = ROWS_PER_TASK, on_phase: Callable[[str], None] | None = None) -> MergeResult:
+                rows_per_task: int = ROWS_PER_TASK, on_phase: Callable[[str], None] | None = None,
+                remote: RemoteMerge | None = None) -> MergeResult:
     """Dedup every part's articles and write the store (month shards, dropped tables), out of core.
 
     Keys are computed on the executor (`workers` processes or Ray); the pair and store tasks run in
     this process for `engine="local"` (one task's memory at a time) and on Ray for `engine="ray"`
     (one Ray session for the three phases). `on_phase(name)` is called after each phase ("keys",
-    "pairs", "store"), e.g. to sample memory.
+    "pairs", "store"), e.g. to sample memory. `remote`: the workspace is on object storage and `ws` is
+    the driver's staged copy; on Ray every task then runs on whichever node, reading its inputs from
+    the bucket and publishing its outputs there (`TaskOnNode`), so no node needs the driver's disk.
     """
+    remote = remote if engine == "ray" else None
     if engine == "ray":
         from forecast_env.executor import ray_session
 
         with ray_session(ray_address, workers, CorpusError):
-            return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase)
-    return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase)
+            return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase, remote)
+    return _merge(ws, parts, cfg, engine, workers, ray_address, progress, rows_per_task, on_phase, remote)
 
 
 def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: Path, engine: str = "local",
                          workers: int = 1, ray_address: str | None = None, progress: bool = False,
                          rows_per_task: int = ROWS_PER_TASK,
                          on_phase: Callable[[str], None] | None = None, dropped: Sequence[Path] | None = None,
-                         profile: str | None = None) -> tuple[Order, pl.DataFrame]:
+                         profile: str | None = None, remote: RemoteMerge | None = None) -> tuple[Order, pl.DataFrame]:
     """The dedup passes over keys sidecars: (the visibility order, (rank, partner, reason) per suppressed
     article). `work` holds the ranks file the pair tasks read; `on_phase("order")` after the order;
-    `dropped`, `profile`: the parts' dropped tables and the active quality profile (`read_order`)."""
+    `dropped`, `profile`: the parts' dropped tables and the active quality profile (`read_order`);
+    `remote`: the pair tasks run on nodes over object storage (`TaskOnNode`), the ranks file published
+    for them first."""
     order = read_order(keys, dropped, profile)
     if on_phase:
         on_phase("order")
@@ -855,25 +991,31 @@ def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: 
     atomic_save_npy(ranks_path, order.ranks)  # chunked Python writes: a full disk raises with its errno
     tasks = pair_tasks(keys, ranks_path, order, dedup_cfg, rows_per_task)
     task_workers = workers if engine == "ray" else 1
-    hits = _collect_hits(_map(_run_pair_task, tasks, engine, task_workers, ray_address, "dedup pairs", progress))
+    if remote is not None:
+        from forecast_env import wsio
+
+        _ensure_published(remote, keys)
+        wsio.RemoteWorkspace.at(remote.url).publish(Path(remote.root), relpaths=[_rel(ranks_path, remote.root)])
+    hits = _collect_hits(_map(_on_nodes(_run_pair_task, remote), tasks, engine, task_workers, ray_address,
+                              "dedup pairs", progress))
     ranks_path.unlink(missing_ok=True)
     return order, hits
 
 
 def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engine: str, workers: int,
            ray_address: str | None, progress: bool, rows_per_task: int,
-           on_phase: Callable[[str], None] | None) -> MergeResult:
+           on_phase: Callable[[str], None] | None, remote: RemoteMerge | None = None) -> MergeResult:
     phase = on_phase or (lambda name: None)
     t0 = time.perf_counter()
     dedup_cfg = dict(cfg.get("dedup") or {})
-    compute_keys(parts, cfg, engine, workers, ray_address, progress)
+    compute_keys(parts, cfg, engine, workers, ray_address, progress, remote)
     t_keys = time.perf_counter()
     phase("keys")
 
     work = ws.corpus_dir / "merge"
     profile = active_profile(cfg.get("quality"))
     order, hits = find_duplicate_pairs([p.keys for p in parts], dedup_cfg, work, engine, workers, ray_address,
-                                       progress, rows_per_task, phase, [p.dropped for p in parts], profile)
+                                       progress, rows_per_task, phase, [p.dropped for p in parts], profile, remote)
     task_workers = workers if engine == "ray" else 1
     t_pairs = time.perf_counter()
     phase("pairs")
@@ -897,9 +1039,23 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     stage_counts: list[pa.Table] = []
     shards: dict[str, dict] = {}
     differences: dict[str, dict[str, dict[str, int]]] = {}
-    for kind, name, did_write, report, stat in _map(_run_store_task, store_tasks, engine, task_workers, ray_address,
-                                              "store", progress):
+    if remote is not None:
+        from forecast_env import wsio
+
+        _ensure_published(remote, [f for t in store_tasks for f in task_files(t)[0]])
+        # the nodes publish month shards and dropped tables one by one: the corpus's own marker goes
+        # first, so no reader takes a half-new store as a generation (`wsio.pull_workspace`)
+        wsio.RemoteWorkspace.at(remote.url).unpublish("corpus")
+    out_of = {("articles" if isinstance(t, MonthTask) else "dropped", t.month if isinstance(t, MonthTask) else t.stage):
+              t.out for t in store_tasks}
+    for kind, name, did_write, report, stat in _map(_on_nodes(_run_store_task, remote), store_tasks, engine,
+                                                    task_workers, ray_address, "store", progress):
         crash_point("merge.store")
+        if remote is not None:  # a node wrote it: bring it here; written = the driver's copy changed
+            did_write = _fetch_outputs(remote, [out_of[(kind, name)]])[0]
+            if kind == "articles":
+                st = Path(out_of[(kind, name)]).stat()
+                stat = (st.st_size, st.st_mtime_ns)
         if did_write:
             written[kind].append(name)
         if isinstance(report, ArticleTally):

@@ -32,6 +32,7 @@ from forecast_env import schema
 from forecast_env.config import config_hash, load_config
 from forecast_env.corpus_build.merge import (
     PartFiles,
+    RemoteMerge,
     apply_dedup,
     keys_path,
     merge_parts,
@@ -580,11 +581,12 @@ class PartOnNode:
         parts_dir = node_root / "corpus" / "parts"
         parts_dir.mkdir(parents=True, exist_ok=True)
         src, _driver_parts, key, *rest = task
-        uri, counters = _run_part_task((src, str(parts_dir), key, *rest))
-        if not counters.get("failed"):
-            files = part_paths(parts_dir, _name_path(src), key)
-            wsio.RemoteWorkspace.at(self.url).publish(
-                node_root, relpaths=[str(f.relative_to(node_root)) for f in files.values()])
+        with wsio.task_log("part", _name_path(src).name):
+            uri, counters = _run_part_task((src, str(parts_dir), key, *rest))
+            if not counters.get("failed"):
+                files = part_paths(parts_dir, _name_path(src), key)
+                wsio.RemoteWorkspace.at(self.url).publish(
+                    node_root, relpaths=[str(f.relative_to(node_root)) for f in files.values()])
         return uri, counters
 
 
@@ -833,9 +835,11 @@ def build_corpus(
     file_errors += [{"warc_file": f["warc_file"], "error": f["error"], "records_read": 0, "kind": f["kind"]}
                     for f in transfer["failed"]]
     # out of core (corpus_build/merge.py): dedup over keys, then the store month by month
-    # an object-store workspace: the merge runs on the driver's node, out of core, over its staged copy
-    merge_engine = "local" if _REMOTE_WS.get() else engine
-    merged = merge_parts(ws, [merge_part_files(all_parts[p], cfg) for p in inputs], cfg, engine=merge_engine,
+    # an object-store workspace on Ray: each merge task runs on a node, reading the bucket, publishing there
+    remote_ws = _REMOTE_WS.get()
+    remote_merge = RemoteMerge(*remote_ws) if remote_ws else None
+    merged = merge_parts(ws, [merge_part_files(all_parts[p], cfg) for p in inputs], cfg, engine=engine,
+                         remote=remote_merge,
                          workers=workers, ray_address=exec_cfg.get("ray_address"), progress=progress)
     t_dedup = t_merge + merged.timings["keys_s"] + merged.timings["pairs_s"]
     written, dropped = merged.written, merged.dropped

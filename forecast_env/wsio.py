@@ -42,11 +42,20 @@ BLOCK = 8 << 20
 #: Environment variables that carry the endpoint and credentials to other processes (Ray workers).
 ENV_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
             "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE",
-            "FORECAST_ENV_STORAGE_OPTIONS", "FORECAST_ENV_SCRATCH")
+            "FORECAST_ENV_STORAGE_OPTIONS", "FORECAST_ENV_SCRATCH", "FORECAST_ENV_TASK_LOG")
 #: The file (in a local copy) of the hashes this node verified, by size and mtime (never published).
 HASHES = ".wsio-hashes.json"
 #: How many times a reader retries a unit whose bytes do not match its marker (a republish in flight).
 READ_RETRIES = 3
+
+#: Environment variable: a file that every node task (part, merge task, index month) appends one JSON line
+#: to: its kind, wall time, peak resident memory and the bytes it fetched from and published to the bucket
+#: (`task_log`); `{scratch}` in it is this node's scratch folder. Unset: nothing is recorded.
+TASK_LOG = "FORECAST_ENV_TASK_LOG"
+
+#: Bytes this process moved to and from object storage (`traffic()`): data objects only, markers apart.
+_TRAFFIC = {"fetched_bytes": 0, "published_bytes": 0, "fetched_files": 0, "published_files": 0,
+            "marker_reads": 0, "marker_writes": 0}
 
 _MONTH = re.compile(r"(?<!\d)(\d{4}-\d{2})(?!\d)")
 #: Top-level artifact units, published after every finer unit below them (so their marker is last).
@@ -65,12 +74,20 @@ def unit_of(relpath: str) -> str:
     """The unit a workspace file belongs to (the files published together under one marker).
 
     `corpus/parts/<name>`: the part `<name up to its first '.'>` (its tables, counters and keys files);
-    an `index/` file whose path holds a month: `index/months/YYYY-MM`; other files: their artifact
-    (`corpus`, `index`, `events`), `runs/<id>`, `exports/<name>`, or the top-level name."""
+    a store file: `corpus/articles/YYYY-MM` (one month shard) or `corpus/dropped/<stage>`; the merge's
+    work files: `corpus/merge`; an `index/` file whose path holds a month: `index/months/YYYY-MM`;
+    other files: their artifact (`corpus`, `index`, `events`), `runs/<id>`, `exports/<name>`, or the
+    top-level name. Each merge task (a node's month shard, a dropped table) is its own unit, so nodes
+    publish them independently; a reader takes one generation of the store by the artifact's own
+    unit (`pull_workspace`)."""
     parts = relpath.strip("/").split("/")
     top = parts[0]
     if top == "corpus" and len(parts) >= 3 and parts[1] == "parts":
         return f"corpus/parts/{parts[2].split('.', 1)[0]}"
+    if top == "corpus" and len(parts) == 3 and parts[1] in ("articles", "dropped"):
+        return f"corpus/{parts[1]}/{parts[2].split('.', 1)[0]}"
+    if top == "corpus" and len(parts) >= 3 and parts[1] == "merge":
+        return "corpus/merge"
     if top == "index" and len(parts) >= 2:
         m = _MONTH.search("/".join(parts[1:]))
         if m:
@@ -191,6 +208,7 @@ class RemoteWorkspace:
             blobs = self.fs.cat(keys, on_error="omit")
         except FileNotFoundError:
             blobs = {}
+        _TRAFFIC["marker_reads"] += len(keys)
         out = {}
         for k, blob in blobs.items():
             if not isinstance(blob, bytes | bytearray):
@@ -200,6 +218,37 @@ class RemoteWorkspace:
             except json.JSONDecodeError:
                 continue  # a marker is one PUT: an unreadable one is not ours; ignore it
             out[marker["unit"]] = marker
+        return out
+
+    def markers_of(self, units: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The live markers of `units`, read afresh (one GET per unit, not a listing of every marker):
+        {unit: marker} for those published. The cache `published()` serves is updated with them."""
+        wanted = sorted(set(units))
+        if not wanted:
+            return {}
+        keys = {self.marker_key(u): u for u in wanted}
+        try:
+            blobs = self.fs.cat(list(keys), on_error="omit")
+        except FileNotFoundError:
+            blobs = {}
+        _TRAFFIC["marker_reads"] += len(keys)
+        out: dict[str, dict[str, Any]] = {}
+        for k, blob in blobs.items():
+            unit = keys.get(k) or keys.get(k.split("://", 1)[-1])
+            if unit is None or not isinstance(blob, bytes | bytearray):
+                continue
+            try:
+                marker = json.loads(blob)
+            except json.JSONDecodeError:
+                continue
+            if marker.get("unit") == unit:
+                out[unit] = marker
+        if self._markers is not None:
+            for unit in wanted:
+                if unit in out:
+                    self._markers[unit] = out[unit]
+                else:
+                    self._markers.pop(unit, None)
         return out
 
     def files(self, prefix: str = "") -> dict[str, dict[str, Any]]:
@@ -235,6 +284,8 @@ class RemoteWorkspace:
             if n != entry["bytes"] or h.hexdigest() != entry["sha256"]:
                 raise _Mismatch(rel)
             os.replace(tmp, dest)
+            _TRAFFIC["fetched_bytes"] += n
+            _TRAFFIC["fetched_files"] += 1
             st = dest.stat()
             self._hashes[(str(dest), st.st_size, st.st_mtime_ns)] = entry["sha256"]
         except FileNotFoundError as exc:
@@ -277,7 +328,9 @@ class RemoteWorkspace:
 
     def _fetch(self, wanted: list[str], root: Path) -> list[Path]:
         for attempt in range(READ_RETRIES + 1):
-            listing = self.files()
+            # only the markers of the units asked for (a node fetching one part's file reads one marker)
+            listing = {rel: entry for marker in self.markers_of(unit_of(r) for r in wanted).values()
+                       for rel, entry in marker["files"].items()}
             missing = [r for r in wanted if r not in listing]
             if missing:
                 raise WorkspaceError(f"{self.url}: {len(missing)} file(s) not published, e.g. {missing[0]}; "
@@ -288,7 +341,6 @@ class RemoteWorkspace:
                 if attempt == READ_RETRIES:
                     raise WorkspaceError(f"{self.url}: {exc.rel} keeps changing under its marker (a "
                                          "publish in flight?); rerun when the writer has finished") from None
-                self.published(refresh=True)
         raise AssertionError("unreachable")
 
     def pull(self, local_root: str | os.PathLike[str], prefix: str = "") -> list[Path]:
@@ -322,14 +374,20 @@ class RemoteWorkspace:
             if not path.is_file():
                 raise WorkspaceError(f"{path}: no such file to publish to {self.url}")
             by_unit.setdefault(unit_of(rel), {})[rel] = {"bytes": path.stat().st_size, "sha256": self._local_sha(path)}
-        current = self.published()
+        current = self.markers_of(by_unit)  # afresh: another node may have published since
         done = []
+        artifact = prefix.strip("/").split("/", 1)[0] if whole and prefix else ""
+        if artifact in ARTIFACTS:
+            # one generation at a time (`pull_workspace`): if anything under the artifact changes, its own
+            # marker goes first and comes back last, after the finer units and the stale ones' removal
+            stale = self._stale_units(prefix, set(by_unit))
+            if stale or any(self._unit_plan(u, by_unit[u], current, whole, prefix)[0] != current.get(u, {}).get("files")
+                            for u in by_unit if u != artifact):
+                self.unpublish(artifact)
+                current.pop(artifact, None)
+            done += self._drop_units(stale)
         for unit in sorted(by_unit, key=_publish_order):
-            old = current.get(unit, {}).get("files", {})
-            new = dict(by_unit[unit]) if whole else {**old, **by_unit[unit]}
-            if whole and prefix and not unit.startswith(prefix.rstrip("/")):
-                # a unit wider than the prefix (e.g. `corpus` under prefix corpus/articles): keep its other files
-                new = {**{r: e for r, e in old.items() if not r.startswith(prefix)}, **new}
+            new, old = self._unit_plan(unit, by_unit[unit], current, whole, prefix)
             if new == old and unit in current:
                 continue
             changed = [r for r, e in old.items() if new.get(r) != e]
@@ -341,9 +399,12 @@ class RemoteWorkspace:
                 if old.get(rel) == entry and self._object_matches(rel, entry):
                     continue
                 self.fs.put_file(str(root / rel), self.key(rel))
+                _TRAFFIC["published_bytes"] += int(entry["bytes"])
+                _TRAFFIC["published_files"] += 1
             crash_point("wsio.data")  # every data object in place, the marker not yet
             marker = {"unit": unit, "version": MARKER_VERSION, "files": dict(sorted(new.items()))}
             self.fs.pipe_file(self.marker_key(unit), (json.dumps(marker, indent=1, sort_keys=True) + "\n").encode())
+            _TRAFFIC["marker_writes"] += 1
             for rel in sorted(set(old) - set(new)):
                 with contextlib.suppress(FileNotFoundError):
                     self.fs.rm_file(self.key(rel))
@@ -351,6 +412,37 @@ class RemoteWorkspace:
                 self._markers[unit] = marker
             done.append(unit)
         return done
+
+    @staticmethod
+    def _unit_plan(unit: str, local: dict[str, dict[str, Any]], current: Mapping[str, dict[str, Any]], whole: bool,
+                   prefix: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        # (the unit's files after this publish, its files now)
+        old = current.get(unit, {}).get("files", {})
+        new = dict(local) if whole else {**old, **local}
+        if whole and prefix and not unit.startswith(prefix.rstrip("/")):
+            # a unit wider than the prefix (e.g. `corpus` under prefix corpus/articles): keep its other files
+            new = {**{r: e for r, e in old.items() if not r.startswith(prefix)}, **new}
+        return new, old
+
+    def _stale_units(self, prefix: str, live: set[str]) -> list[str]:
+        # a whole publish of an artifact's prefix replaces its store units: a month shard, dropped table
+        # or index month gone locally leaves the workspace (parts are build state and never dropped here)
+        out = []
+        for unit, marker in sorted(self.published(refresh=True).items()):
+            if unit in live or unit in ARTIFACTS or unit.startswith("corpus/parts/") or not unit.startswith(prefix.rstrip("/")):
+                continue
+            if all(r.startswith(prefix) for r in marker["files"]):
+                out.append(unit)
+        return out
+
+    def _drop_units(self, units: Sequence[str]) -> list[str]:
+        for unit in units:
+            files = (self.published().get(unit) or {}).get("files", {})
+            self.unpublish(unit)
+            for rel in sorted(files):
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.rm_file(self.key(rel))
+        return list(units)
 
     def _object_matches(self, rel: str, entry: Mapping[str, Any]) -> bool:
         try:
@@ -365,6 +457,56 @@ class _Mismatch(Exception):
     def __init__(self, rel: str) -> None:
         super().__init__(rel)
         self.rel = rel
+
+
+def traffic() -> dict[str, int]:
+    """What this process has moved to and from object storage so far (a copy of the counters)."""
+    return dict(_TRAFFIC)
+
+
+def _peak_rss_mb(reset: bool = False) -> float | None:
+    # VmHWM of this process (Linux); `reset` starts a new peak (/proc/self/clear_refs, value 5)
+    try:
+        with open("/proc/self/status") as fh:
+            kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+        if reset:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+        return round(kib / 1024, 1)
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def task_log(kind: str, name: str) -> Iterator[None]:
+    """Record one node task in the file `$FORECAST_ENV_TASK_LOG` names (one JSON line: kind, name, node,
+    wall seconds, peak resident MB of the task's process during the task, bytes fetched and published);
+    nothing when the variable is unset. A task that raises is recorded with its error class."""
+    path = os.environ.get(TASK_LOG)
+    if not path:
+        yield
+        return
+    import time
+
+    _peak_rss_mb(reset=True)
+    before, t0 = traffic(), time.perf_counter()
+    error = None
+    try:
+        yield
+    except BaseException as exc:
+        error = type(exc).__name__
+        raise
+    finally:
+        after = traffic()
+        line = {"kind": kind, "name": name, "node": os.environ.get("FORECAST_ENV_SCRATCH") or os.uname().nodename,
+                "pid": os.getpid(), "wall_s": round(time.perf_counter() - t0, 4), "peak_rss_mb": _peak_rss_mb(),
+                **{k: after[k] - before[k] for k in after}, "error": error}
+        scratch = os.environ.get("FORECAST_ENV_SCRATCH") or ""
+        with contextlib.suppress(OSError):
+            target = Path(path.replace("{scratch}", scratch))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "a") as fh:
+                fh.write(json.dumps(line, sort_keys=True) + "\n")
 
 
 def scratch_for(url: str) -> Path:
@@ -438,19 +580,36 @@ def finished_files(local: Path, what: str) -> list[str]:
 def pull_workspace(url: str, dest: str | os.PathLike[str] | None = None,
                    prefixes: Sequence[str] = ("corpus/", "index/", "events/")) -> Path:
     """Pull a workspace's published corpus, index and events into `dest` (default: its scratch
-    folder) for searching; files already equal are kept. Returns the local workspace folder."""
+    folder) for searching; files already equal are kept. Returns the local workspace folder.
+
+    One generation of each artifact: an artifact's files are pulled only while its own marker
+    (`corpus`, `index`, `events`: published last by a build, deleted first by a rebuild) is live and
+    unchanged from before the pull to after it; if a rebuild republished it meanwhile, the pull is
+    redone (at most `READ_RETRIES` times). An artifact with no live marker (never built, or a
+    rebuild in flight) is not pulled."""
     remote = RemoteWorkspace.at(url)
     local = Path(dest) if dest is not None else scratch_for(remote.url)
     local.mkdir(parents=True, exist_ok=True)
-    remote.published(refresh=True)
-    for prefix in prefixes:
-        if prefix == "corpus/":  # parts are build state, not needed to search
-            rels = [r for r in remote.files("corpus/") if not r.startswith("corpus/parts/")]
+    artifacts = [p.strip("/").split("/", 1)[0] for p in prefixes]
+    for attempt in range(READ_RETRIES + 1):
+        remote.published(refresh=True)
+        before = remote.markers_of(artifacts)
+        for prefix, artifact in zip(prefixes, artifacts):
+            if artifact in ARTIFACTS and artifact not in before:
+                continue  # no finished generation of it (never built, or a rebuild in flight)
+            rels = remote.files(prefix)
+            if prefix == "corpus/":  # parts are build state, not needed to search
+                rels = {r: e for r, e in rels.items() if not r.startswith("corpus/parts/")}
             remote.fetch(sorted(rels), local)
-        else:
-            remote.fetch(sorted(remote.files(prefix)), local)
-    if not any(remote.files(p) for p in prefixes):
-        raise WorkspaceError(f"{url}: nothing published under {', '.join(prefixes)}; build it first")
+        if remote.markers_of(artifacts) == before:
+            break
+        if attempt == READ_RETRIES:
+            raise WorkspaceError(f"{url}: its artifacts were republished during each of {attempt + 1} pulls "
+                                 "(a build writing it?); pull again when the build has finished")
+    if not any(remote.files(p) for p in prefixes) or not before:
+        pending = sorted(u for u in remote.published() if not u.startswith("corpus/parts/"))
+        hint = " (a build was interrupted or is running: rerun it to publish)" if pending else "; build it first"
+        raise WorkspaceError(f"{url}: no finished corpus, index or events published{hint}")
     return local
 
 

@@ -176,6 +176,10 @@ def test_chain_on_three_nodes_over_s3_with_a_worker_node_killed_mid_part(make_cl
     assert_same_build(pulled(url, tmp_path / "pulled"), ref)
     survivor = cluster.workers[1].scratch
     assert list(survivor.rglob("*.articles.parquet")), "worker 2 wrote no part in its own scratch"
+    # the merge's tasks ran on the surviving worker: its month shards and dropped tables, in its scratch
+    shards = sorted(p.name for p in (tmp_path / "pulled" / "corpus" / "articles").glob("*.parquet"))
+    assert shards and sorted(p.name for p in survivor.rglob("corpus/articles/*.parquet")) == shards
+    assert list(survivor.rglob("corpus/dropped/*.parquet"))
     # the index months ran on the surviving worker node too (each fetched its shard, published its month)
     months = sorted(p.name for p in (tmp_path / "pulled" / "index" / "dense").glob("*.faiss")
                     if not p.name.endswith(".ivf.faiss"))
@@ -252,24 +256,28 @@ def test_driver_killed_mid_merge_then_a_rerun_resumes(make_cluster, served_world
 
 
 @pytest.mark.benchmark
-def test_a_worker_node_killed_mid_month_over_s3(make_cluster, s3_bucket, served_world, micro_world, tmp_path,
-                                               tmp_path_factory):
-    """The workspace on the S3 server, worker 1 killed while it builds an index month in its own scratch
-    (nothing of that month published yet): the month is redone on worker 2, which publishes it, and the
-    build equals the local one byte for byte."""
+@pytest.mark.parametrize("label", ["merge.task", "index.month"])
+def test_a_worker_node_killed_mid_merge_or_month_over_s3(make_cluster, s3_bucket, served_world, micro_world,
+                                                        tmp_path, tmp_path_factory, label):
+    """The workspace on the S3 server, worker 1 killed while it runs a merge task (keys, pairs or a store
+    shard: `merge.task`) or builds an index month (`index.month`) in its own scratch (nothing of that
+    task published yet): the task is redone on worker 2, which publishes it, and the build equals the
+    local one byte for byte."""
     from forecast_env.retrieval.model_cache import cache_root
 
     cluster = make_cluster(workers=2, hidden=(tmp_path_factory.getbasetemp(),), shared=(cache_root(),),
-                           worker_env={1: freeze_env("index.month")}, background=True)
+                           worker_env={1: freeze_env(label)}, background=True)
     ref = local_reference(tmp_path_factory, served_world.url, micro_world / "polymarket")
     cluster.ready()
     assert _driver_on_head()
-    killer = NodeKiller(cluster, cluster.workers[0], "index.month")
+    killer = NodeKiller(cluster, cluster.workers[0], label)
     killer.start()
     url = f"{s3_bucket}/ws"
     build_chain(url, served_world.url, micro_world / "polymarket", ["--engine", "ray", "--ray-address",
                                                                    cluster.address])
     killer.join(timeout=1)
-    assert killer.killed_pid is not None, "worker 1 never crossed index.month: no node was killed"
+    assert killer.killed_pid is not None, f"worker 1 never crossed {label}: no node was killed"
     assert_same_build(pulled(url, tmp_path / "pulled"), ref)
-    assert list(cluster.workers[1].scratch.rglob("index/dense/*.faiss")), "worker 2 built no month"
+    survivor = cluster.workers[1].scratch
+    assert list(survivor.rglob("index/dense/*.faiss")), "worker 2 built no month"
+    assert list(survivor.rglob("corpus/articles/*.parquet")), "worker 2 wrote no month shard"

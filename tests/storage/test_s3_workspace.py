@@ -106,12 +106,16 @@ def test_reader_sees_only_published_units(s3_bucket: str, tmp_path: Path) -> Non
     assert remote.fs.exists(remote.key("index/dense/2024-02.faiss"))  # the data object is there ...
     fresh = wsio.RemoteWorkspace.at(url)
     assert "index/months/2024-02" not in fresh.published(refresh=True)  # ... but not published
+    # the artifact's own marker went first: no reader takes a generation that is being changed
+    assert "index" not in fresh.published() and "index/months/2024-01" in fresh.published()
+    with pytest.raises(WorkspaceError, match="interrupted or is running"):
+        wsio.pull_workspace(url, tmp_path / "mid", prefixes=("index/",))
     out = tmp_path / "out"
     fresh.pull(out)
     assert not (out / "index/dense/2024-02.faiss").exists()
     assert (out / "index/dense/2024-01.faiss").read_bytes() == b"v1" * 100
     # resume: the rerun publishes the unit, the reader then sees it
-    assert wsio.RemoteWorkspace.at(url).publish(src, prefix="index/") == ["index/months/2024-02"]
+    assert wsio.RemoteWorkspace.at(url).publish(src, prefix="index/") == ["index/months/2024-02", "index"]
     wsio.RemoteWorkspace.at(url).pull(out)
     assert (out / "index/dense/2024-02.faiss").read_bytes() == b"new" * 50
 
@@ -134,13 +138,13 @@ def test_republish_unpublishes_before_changing(s3_bucket: str, tmp_path: Path) -
     """Replacing a listed file deletes the unit's marker before the new bytes go up, and a file gone
     locally leaves the unit."""
     src = tmp_path / "src"
-    (src / "corpus" / "articles").mkdir(parents=True)
-    (src / "corpus" / "articles" / "2024-01.parquet").write_bytes(b"1")
-    (src / "corpus" / "articles" / "2024-02.parquet").write_bytes(b"2")
+    (src / "corpus").mkdir(parents=True)
+    (src / "corpus" / "report.json").write_bytes(b"1")
+    (src / "corpus" / "report.md").write_bytes(b"2")
     remote = wsio.RemoteWorkspace.at(f"{s3_bucket}/ws")
     remote.publish(src, prefix="corpus/")
-    (src / "corpus" / "articles" / "2024-01.parquet").write_bytes(b"one")
-    (src / "corpus" / "articles" / "2024-02.parquet").unlink()
+    (src / "corpus" / "report.json").write_bytes(b"one")
+    (src / "corpus" / "report.md").unlink()
     seen = []
     real_put = remote.fs.put_file
 
@@ -155,8 +159,8 @@ def test_republish_unpublishes_before_changing(s3_bucket: str, tmp_path: Path) -
         del remote.fs.put_file
     assert seen == [False]
     files = wsio.RemoteWorkspace.at(f"{s3_bucket}/ws").published(refresh=True)["corpus"]["files"]
-    assert sorted(files) == ["corpus/articles/2024-01.parquet"]
-    assert not remote.fs.exists(remote.key("corpus/articles/2024-02.parquet"))
+    assert sorted(files) == ["corpus/report.json"]
+    assert not remote.fs.exists(remote.key("corpus/report.md"))
 
 
 def test_failed_corpus_build_resumes_from_published_parts(s3_bucket: str, micro_world: Path, tmp_path: Path,
@@ -194,7 +198,10 @@ def test_url_helpers() -> None:
     assert wsio.unit_of("corpus/parts/CC-NEWS-1-abc.keys-12.parquet") == "corpus/parts/CC-NEWS-1-abc"
     assert wsio.unit_of("index/bm25/2025-05/rows.npy") == "index/months/2025-05"
     assert wsio.unit_of("index/manifest.json") == "index"
-    assert wsio.unit_of("corpus/articles/2025-05.parquet") == "corpus"
+    assert wsio.unit_of("corpus/articles/2025-05.parquet") == "corpus/articles/2025-05"
+    assert wsio.unit_of("corpus/dropped/quality.parquet") == "corpus/dropped/quality"
+    assert wsio.unit_of("corpus/merge/ranks.npy") == "corpus/merge"
+    assert wsio.unit_of("corpus/manifest.json") == "corpus"
     assert wsio.unit_of("events/events.parquet") == "events"
 
 
@@ -214,3 +221,76 @@ def test_cli_build_ls_pull(s3_world, s3_bucket: str, micro_world: Path, tmp_path
     assert _content_files(dest) == _content_files(s3_world["local"])
     assert main(["corpus", "report", "--workspace", url]) == 2
     assert "forecast-env workspace pull" in capsys.readouterr().err
+
+
+def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket: str, micro_world: Path,
+                                                                     micro_events: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--engine ray` over S3 with every task (per-WARC part, dedup keys, pairs, month shard, dropped
+    table) run by an executor that alternates between two "nodes", each a scratch folder of its own (the
+    task sees only it and the bucket): each task fetches its inputs from the bucket and publishes what it
+    wrote as its own unit, the driver fetches them, and the store equals the local build byte for byte.
+    While the nodes publish the store, the corpus's own marker is down (no reader takes a half-new store).
+    The real multi-node Ray run of the same path is tests/cluster/test_cluster_build.py."""
+    import contextlib
+
+    from forecast_env import executor
+    from forecast_env.corpus_build import merge, pipeline
+
+    url = f"{s3_bucket}/ws"
+    driver, nodes = tmp_path / "driver", [tmp_path / "node-1", tmp_path / "node-2"]
+    monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(driver))
+    monkeypatch.setenv(wsio.TASK_LOG, "{scratch}/tasks.jsonl")  # each node's own record of its tasks
+    seen: list[tuple[str, str, bool]] = []
+
+    def two_nodes(fn, items, **kw):
+        for i, item in enumerate(items):
+            node = nodes[i % 2]
+            monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(node))
+            try:
+                seen.append((type(fn).__name__, node.name, "corpus" in wsio.RemoteWorkspace.at(url).published(
+                    refresh=True)))
+                yield fn(item)
+            finally:
+                monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(driver))
+
+    monkeypatch.setattr(executor, "ray_session", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(pipeline, "map_unordered", two_nodes)
+    monkeypatch.setattr(merge, "map_unordered", two_nodes)
+    warcs = sorted((micro_world / "news").glob("*.warc.gz"))
+    summary = pipeline.build_corpus(warcs, url, workers=2, engine="ray", progress=False)
+    kinds = {k for k, _, _ in seen}
+    assert kinds == {"PartOnNode", "TaskOnNode"}, kinds
+    # keys, pairs and store tasks all ran on the nodes (each keys task on its part's node)
+    store = [s for s in seen if s[0] == "TaskOnNode"]
+    assert len(store) > len(warcs) and {n for _, n, _ in store} == {"node-1", "node-2"}
+    for node in nodes:
+        assert list(node.rglob("corpus/articles/*.parquet")), f"{node.name} wrote no month shard"
+    # the task log: every task on its node, with its peak memory and what it moved
+    logged = [json.loads(line) for node in nodes for line in (node / "tasks.jsonl").read_text().splitlines()]
+    assert len(logged) == len(seen) and {r["node"] for r in logged} == {str(n) for n in nodes}
+    assert {r["kind"] for r in logged} >= {"part", "merge.pairs", "merge.month", "merge.dropped"}
+    assert all(r["peak_rss_mb"] > 0 and r["error"] is None for r in logged)
+    months = [r for r in logged if r["kind"] == "merge.month"]
+    assert all(r["published_bytes"] > 0 and r["published_files"] == 1 for r in months)
+    parts = [r for r in logged if r["kind"] == "part"]
+    assert all(r["fetched_bytes"] == 0 and r["published_files"] >= 3 for r in parts)
+    # a node reads each part once: later tasks on it find the verified copy in its scratch
+    fetched = sum(r["fetched_files"] for r in logged)
+    assert 0 < fetched <= 2 * 3 * len(warcs) + 2 * len(nodes) * (1 + 10)
+    got = _content_files(wsio.pull_workspace(url, tmp_path / "pulled", prefixes=("corpus/",)))
+    want = {k: v for k, v in _content_files(micro_events).items() if k.startswith("corpus/")}
+    assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
+    assert summary["snapshot_id"] == json.loads((micro_events / "corpus/manifest.json").read_text())["snapshot_id"]
+    units = wsio.RemoteWorkspace.at(url).published(refresh=True)
+    assert {u for u in units if u.startswith("corpus/articles/")} == {
+        f"corpus/articles/{p.stem}" for p in (micro_events / "corpus/articles").glob("*.parquet")}
+    assert "corpus/merge" in units and not any(r.endswith("ranks.npy") for r in units["corpus/merge"]["files"])
+
+    # a rebuild that changes nothing: the nodes republish nothing, the corpus comes back, the same bytes
+    seen.clear()
+    again = pipeline.build_corpus(warcs, url, workers=2, engine="ray", progress=False)
+    assert again["counts"]["files_processed"] == 0 and again["snapshot_id"] == summary["snapshot_id"]
+    assert "corpus" in wsio.RemoteWorkspace.at(url).published(refresh=True)
+    # the store tasks of the rebuild ran while the corpus marker was down
+    assert seen and not any(up for kind, _, up in seen[-3:])
