@@ -11,10 +11,14 @@ publish the parts (what the per-WARC stage publishes), then on a fresh scratch f
 (out of core, per-task memory bounded) and publish the store; time and peak memory of every step, the
 bytes moved, the S3 server's own peak.
 
+With `--on-nodes` the merge's keys, pair and store tasks run on Ray workers whose scratch is a third
+folder (`corpus_build.merge.TaskOnNode`: each fetches its inputs from the bucket and publishes its
+outputs), and each task's own peak memory and bytes moved come from `FORECAST_ENV_TASK_LOG`.
+
 usage:
   python benchmarks/bench_s3_workspace.py search --ws demo_ws [--queries 200]
   python benchmarks/bench_s3_workspace.py merge --parts /tmp/merge_bench/parts_1000000 --n 1000000 \
-      --scratch /tmp/s3bench [--workers 2] [--engine local|ray]
+      --scratch /tmp/s3bench [--workers 2] [--engine local|ray] [--on-nodes]
 """
 
 from __future__ import annotations
@@ -136,16 +140,16 @@ def bench_search(ws: Path, n_queries: int) -> dict:
     return out
 
 
-def bench_merge(parts: Path, n: int, scratch: Path, workers: int, engine: str) -> dict:
+def bench_merge(parts: Path, n: int, scratch: Path, workers: int, engine: str, on_nodes: bool = False) -> dict:
     import bench_merge
 
     from forecast_env import wsio
     from forecast_env.config import load_config
-    from forecast_env.corpus_build.merge import merge_parts
+    from forecast_env.corpus_build.merge import RemoteMerge, merge_parts
     from forecast_env.store import Workspace
 
     cfg = load_config("corpus")
-    out: dict = {"articles": n, "workers": workers, "engine": engine}
+    out: dict = {"articles": n, "workers": workers, "engine": "ray" if on_nodes else engine, "on_nodes": on_nodes}
     if not any(parts.glob("*.articles.parquet")):
         t = time.perf_counter()
         bench_merge.generate(parts, n)
@@ -176,13 +180,27 @@ def bench_merge(parts: Path, n: int, scratch: Path, workers: int, engine: str) -
         ws = Workspace.at(node_b, create=True)
         for d in (ws.articles_dir, ws.dropped_dir):
             d.mkdir(parents=True, exist_ok=True)
+        remote_merge = None
+        if on_nodes:
+            # the merge's tasks on Ray workers whose scratch is another folder (a node without the driver's
+            # copy): each task fetches its inputs from the bucket and publishes its outputs there
+            node_c = scratch / "node-c"
+            os.environ["FORECAST_ENV_SCRATCH"] = str(node_c)  # the local Ray workers inherit it
+            os.environ[wsio.TASK_LOG] = str(node_c / "tasks.jsonl")
+            remote_merge = RemoteMerge(url, str(node_b))
+            # keys sidecars are what the nodes compute: none published or local yet
+            for k in ws.parts_dir.glob("*.keys-*"):
+                k.unlink()
         phases: dict[str, float] = {}
         t = time.perf_counter()
-        res = merge_parts(ws, bench_merge.bench_parts(ws.parts_dir, cfg), cfg, engine=engine, workers=workers,
-                          progress=False, on_phase=lambda name: phases.__setitem__(name, _hwm_mb(reset=True)))
+        res = merge_parts(ws, bench_merge.bench_parts(ws.parts_dir, cfg), cfg,
+                          engine="ray" if on_nodes else engine, workers=workers, progress=False,
+                          on_phase=lambda name: phases.__setitem__(name, _hwm_mb(reset=True)), remote=remote_merge)
         out["merge"] = {"s": round(time.perf_counter() - t, 1), "driver_peak_mb_per_phase": phases,
                         "worker_peak_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
-                        "timings": res.timings}
+                        "timings": res.timings, "driver_traffic": wsio.traffic()}
+        if on_nodes:
+            out["merge"]["tasks"] = _task_kinds(scratch / "node-c" / "tasks.jsonl", n)
         _hwm_mb(reset=True)
         base = _rss_now_mb()
         t = time.perf_counter()
@@ -194,6 +212,24 @@ def bench_merge(parts: Path, n: int, scratch: Path, workers: int, engine: str) -
         out["keys_bytes"] = sum(p.stat().st_size for p in ws.parts_dir.glob("*.keys-*"))
         out["bytes_moved_per_article"] = round((2 * out["parts_bytes"] + out["store_bytes"] + out["keys_bytes"]) / n)
         out["s3_server_peak_mb"] = srv.peak_mb()
+    return out
+
+
+def _task_kinds(log: Path, n: int) -> dict:
+    """Per task kind of a task log: count, wall, peak RSS (max, median), bytes fetched and published."""
+    by: dict[str, list[dict]] = {}
+    for line in log.read_text().splitlines():
+        r = json.loads(line)
+        by.setdefault(r["kind"], []).append(r)
+    out = {}
+    for kind, rs in sorted(by.items()):
+        peaks = sorted(r["peak_rss_mb"] for r in rs if r["peak_rss_mb"])
+        out[kind] = {"tasks": len(rs), "wall_s_sum": round(sum(r["wall_s"] for r in rs), 1),
+                     "peak_rss_mb_max": peaks[-1] if peaks else None,
+                     "peak_rss_mb_median": statistics.median(peaks) if peaks else None,
+                     "fetched_mb": round(sum(r["fetched_bytes"] for r in rs) / 1e6, 1),
+                     "published_mb": round(sum(r["published_bytes"] for r in rs) / 1e6, 1),
+                     "bytes_per_article": round(sum(r["fetched_bytes"] + r["published_bytes"] for r in rs) / n)}
     return out
 
 
@@ -209,11 +245,13 @@ def main() -> None:
     m.add_argument("--scratch", type=Path, required=True)
     m.add_argument("--workers", type=int, default=2)
     m.add_argument("--engine", default="local")
+    m.add_argument("--on-nodes", action="store_true",
+                   help="the merge's tasks on Ray workers that fetch from and publish to the bucket (TaskOnNode)")
     args = ap.parse_args()
     if args.cmd == "search":
         res = bench_search(args.ws, args.queries)
     else:
-        res = bench_merge(args.parts, args.n, args.scratch, args.workers, args.engine)
+        res = bench_merge(args.parts, args.n, args.scratch, args.workers, args.engine, args.on_nodes)
     print(json.dumps(res, indent=1))
 
 

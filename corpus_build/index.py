@@ -192,7 +192,7 @@ def fetch_month(url: str, driver_root: str | Path, month: str) -> None:
     from forecast_env import wsio
 
     remote = wsio.RemoteWorkspace.at(url)
-    unit = remote.published(refresh=True).get(month_unit(month))
+    unit = remote.markers_of([month_unit(month)]).get(month_unit(month))  # that month's marker only
     if unit is None:
         raise WorkspaceError(f"{url}: index month {month} was built on a node but is not published")
     remote.fetch(sorted(unit["files"]), driver_root)

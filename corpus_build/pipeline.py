@@ -599,9 +599,8 @@ def _fetch_part(url: str, driver_root: str, task: tuple, counters: dict[str, Any
     if counters.get("failed"):
         atomic_write_json(failed_path(files), counters)
         return
-    remote = wsio.RemoteWorkspace.at(url)
-    remote.published(refresh=True)
-    remote.fetch([str(f.relative_to(driver_root)) for f in files.values()], driver_root)
+    # reads only the part's own marker (listing every marker per part would cost parts^2 reads)
+    wsio.RemoteWorkspace.at(url).fetch([str(f.relative_to(driver_root)) for f in files.values()], driver_root)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ nodes' scratch folders and the folders named `hidden` (the driver's own disk) ar
 there. A task that writes anywhere else fails with EROFS, so a build that passes on this cluster
 touched only its node's scratch, the object store and what was shared on purpose.
 
-Every node gets `--num-cpus` (1 for workers, 0 for the head: it hosts the driver, the GCS and the
+Every node gets `--num-cpus` (`cpus`, default 1, for workers; 0 for the head: it hosts the driver, the GCS and the
 small zero-CPU actors), a small object store, no dashboard and ports of its own. All processes carry
 `FORECAST_ENV_CLUSTER=<id>` in their environment, which is how `leftovers()` finds any that outlive
 `stop()`. Ray 2.60 starts token authentication by default; the cluster (loopback only) runs with
@@ -89,9 +89,10 @@ class LocalRayCluster:
     """Start with `start()`, stop with `stop()` (or use as a context manager); `address` for the driver."""
 
     def __init__(self, root: Path, workers: int = 2, shared: tuple[Path, ...] = (), hidden: tuple[Path, ...] = (),
-                 worker_env: dict[int, dict[str, str]] | None = None) -> None:
+                 worker_env: dict[int, dict[str, str]] | None = None, cpus: int = 1) -> None:
         self.root = Path(root)
         self.n_workers = workers
+        self.cpus = int(cpus)  # `--num-cpus` of each worker node
         self.shared = tuple(Path(p) for p in shared)
         self.hidden = tuple(Path(p) for p in hidden)
         self.worker_env = worker_env or {}  # values may name the node's scratch as "{scratch}"
@@ -192,7 +193,7 @@ class LocalRayCluster:
             box += ["--bind", str(shared), str(shared)]
         for other in covered:
             box += ["--remount-ro", str(other)]
-        cmd = box + [RAY, "start", "--block", "--address", self.address, "--num-cpus", "1",
+        cmd = box + [RAY, "start", "--block", "--address", self.address, "--num-cpus", str(self.cpus),
                      "--object-store-memory", str(OBJECT_STORE_BYTES), "--temp-dir", str(temp),
                      "--resources", json.dumps({f"node{i}": 1}), "--disable-usage-stats",
                      *_ports(self._base_port + 100 * i - 50)]

@@ -242,14 +242,17 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(driver))
     monkeypatch.setenv(wsio.TASK_LOG, "{scratch}/tasks.jsonl")  # each node's own record of its tasks
     seen: list[tuple[str, str, bool]] = []
+    own_reads: list[int] = []
 
     def two_nodes(fn, items, **kw):
         for i, item in enumerate(items):
             node = nodes[i % 2]
             monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(node))
             try:
+                before = wsio.traffic()["marker_reads"]
                 seen.append((type(fn).__name__, node.name, "corpus" in wsio.RemoteWorkspace.at(url).published(
                     refresh=True)))
+                own_reads.append(wsio.traffic()["marker_reads"] - before)  # the test's own look, not the build's
                 yield fn(item)
             finally:
                 monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(driver))
@@ -258,7 +261,9 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     monkeypatch.setattr(pipeline, "map_unordered", two_nodes)
     monkeypatch.setattr(merge, "map_unordered", two_nodes)
     warcs = sorted((micro_world / "news").glob("*.warc.gz"))
+    reads_before = wsio.traffic()["marker_reads"]
     summary = pipeline.build_corpus(warcs, url, workers=2, engine="ray", progress=False)
+    marker_reads = wsio.traffic()["marker_reads"] - reads_before - sum(own_reads)
     kinds = {k for k, _, _ in seen}
     assert kinds == {"PartOnNode", "TaskOnNode"}, kinds
     # keys, pairs and store tasks all ran on the nodes (each keys task on its part's node)
@@ -286,6 +291,10 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     assert {u for u in units if u.startswith("corpus/articles/")} == {
         f"corpus/articles/{p.stem}" for p in (micro_events / "corpus/articles").glob("*.parquet")}
     assert "corpus/merge" in units and not any(r.endswith("ranks.npy") for r in units["corpus/merge"]["files"])
+    # each fetch and publish reads the markers of its own units, not every marker: linear in the tasks
+    # (listing every marker per task read tasks x units markers, ~1,400 here)
+    print("marker reads", marker_reads, "tasks", len(seen), "units", len(units))
+    assert marker_reads <= 6 * len(seen) + 3 * len(units), (marker_reads, len(seen), len(units))
 
     # a rebuild that changes nothing: the nodes republish nothing, the corpus comes back, the same bytes
     seen.clear()
