@@ -281,3 +281,50 @@ def test_a_worker_node_killed_mid_merge_or_month_over_s3(make_cluster, s3_bucket
     survivor = cluster.workers[1].scratch
     assert list(survivor.rglob("index/dense/*.faiss")), "worker 2 built no month"
     assert list(survivor.rglob("corpus/articles/*.parquet")), "worker 2 wrote no month shard"
+
+
+@pytest.mark.benchmark
+def test_driver_killed_mid_merge_over_s3_then_a_rerun_resumes(make_cluster, s3_bucket, served_world, micro_world,
+                                                              tmp_path, tmp_path_factory):
+    """The workspace on the S3 server; the driver (a `forecast-env corpus build` process) is SIGKILLed in
+    the merge's store loop while the nodes publish month shards: the bucket keeps every part, shows no
+    finished corpus (its marker is down, so `workspace pull` refuses a half-new store), and a rerun from a
+    fresh driver folder streams no file again and ends with the local build's bytes."""
+    import os
+    import subprocess
+
+    from forecast_env import wsio
+    from forecast_env.cli.main import main
+    from forecast_env.retrieval.model_cache import cache_root
+
+    cluster = make_cluster(workers=2, hidden=(tmp_path_factory.getbasetemp(),), shared=(cache_root(),),
+                           background=True)
+    ref = local_reference(tmp_path_factory, served_world.url, micro_world / "polymarket")
+    cluster.ready()
+    url = f"{s3_bucket}/ws"
+    args = ["corpus", "build", "--cc-news", MONTHS, "--workspace", url, "--no-progress", "--engine", "ray",
+            "--ray-address", cluster.address, *_served_sets(served_world.url)]
+    env = dict(os.environ, FORECAST_ENV_CRASH_AT="merge.store:2", FORECAST_ENV_SCRATCH=str(tmp_path / "driver-1"))
+    proc = subprocess.run([sys.executable, "-m", "forecast_env.cli.main", *args], env=env, capture_output=True,
+                          timeout=600)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    units = wsio.RemoteWorkspace.at(url).published(refresh=True)
+    assert len([u for u in units if u.startswith("corpus/parts/")]) == 4 and "corpus" not in units
+    assert any(u.startswith(("corpus/articles/", "corpus/dropped/")) for u in units)  # nodes had published some
+    with pytest.raises(Exception, match="interrupted or is running"):
+        wsio.pull_workspace(url, tmp_path / "mid", prefixes=("corpus/",))
+    served_before = len(served_world.log)
+    saved = os.environ.get("FORECAST_ENV_SCRATCH")
+    os.environ["FORECAST_ENV_SCRATCH"] = str(tmp_path / "driver-2")  # another machine: nothing local
+    try:
+        build_chain(url, served_world.url, micro_world / "polymarket", ["--engine", "ray", "--ray-address",
+                                                                       cluster.address])
+    finally:
+        if saved is None:
+            os.environ.pop("FORECAST_ENV_SCRATCH", None)
+        else:
+            os.environ["FORECAST_ENV_SCRATCH"] = saved
+    streamed = [entry for entry in served_world.log[served_before:] if ".warc" in str(entry)]
+    assert not streamed, f"the rerun streamed finished files again: {streamed[:3]}"
+    assert main(["workspace", "ls", url]) == 0
+    assert_same_build(pulled(url, tmp_path / "pulled"), ref)
