@@ -884,17 +884,22 @@ def _ensure_published(remote: RemoteMerge, paths: Sequence[str | Path]) -> None:
         bucket.publish(Path(remote.root), relpaths=missing)
 
 
-def _fetch_outputs(remote: RemoteMerge, paths: Sequence[str | Path]) -> list[bool]:
-    """Bring the files nodes published into the driver's staged folder; per file, whether it changed."""
+def _stat(path: Path) -> tuple[int, int] | None:
+    return (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else None
+
+
+def _fetch_outputs(remote: RemoteMerge, paths: Sequence[str | Path],
+                   before: Sequence[tuple[int, int] | None] | None = None) -> list[bool]:
+    """Bring the files nodes published into the driver's staged folder; per file, whether the driver's
+    copy changed since `before` (its (size, mtime_ns) before the tasks ran; default: before this fetch).
+    A task that ran on the driver's own machine with the same scratch wrote the copy itself: `before`
+    taken ahead of the tasks still sees that."""
     from forecast_env import wsio
 
-    def stat(p: Path) -> tuple[int, int] | None:
-        return (p.stat().st_size, p.stat().st_mtime_ns) if p.exists() else None
-
     local = [Path(p) for p in paths]
-    before = [stat(p) for p in local]
+    was = list(before) if before is not None else [_stat(p) for p in local]
     wsio.RemoteWorkspace.at(remote.url).fetch([_rel(p, remote.root) for p in local], remote.root)
-    return [stat(p) != b for p, b in zip(local, before)]
+    return [_stat(p) != b for p, b in zip(local, was)]
 
 
 def _on_nodes(fn: Callable[[Any], Any], remote: RemoteMerge | None) -> Callable[[Any], Any]:
@@ -1048,11 +1053,13 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
         wsio.RemoteWorkspace.at(remote.url).unpublish("corpus")
     out_of = {("articles" if isinstance(t, MonthTask) else "dropped", t.month if isinstance(t, MonthTask) else t.stage):
               t.out for t in store_tasks}
+    stat_before = {out: _stat(Path(out)) for out in out_of.values()} if remote is not None else {}
     for kind, name, did_write, report, stat in _map(_on_nodes(_run_store_task, remote), store_tasks, engine,
                                                     task_workers, ray_address, "store", progress):
         crash_point("merge.store")
         if remote is not None:  # a node wrote it: bring it here; written = the driver's copy changed
-            did_write = _fetch_outputs(remote, [out_of[(kind, name)]])[0]
+            out = out_of[(kind, name)]
+            did_write = _fetch_outputs(remote, [out], [stat_before[out]])[0]
             if kind == "articles":
                 st = Path(out_of[(kind, name)]).stat()
                 stat = (st.st_size, st.st_mtime_ns)

@@ -300,6 +300,7 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     seen.clear()
     again = pipeline.build_corpus(warcs, url, workers=2, engine="ray", progress=False)
     assert again["counts"]["files_processed"] == 0 and again["snapshot_id"] == summary["snapshot_id"]
+    assert summary["written"]["articles"] and again["written"] == {"articles": [], "dropped": [], "removed": []}
     assert "corpus" in wsio.RemoteWorkspace.at(url).published(refresh=True)
     # the store tasks of the rebuild ran while the corpus marker was down
     assert seen and not any(up for kind, _, up in seen[-3:])
