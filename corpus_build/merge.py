@@ -1061,8 +1061,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
             out = out_of[(kind, name)]
             did_write = _fetch_outputs(remote, [out], [stat_before[out]])[0]
             if kind == "articles":
-                st = Path(out_of[(kind, name)]).stat()
-                stat = (st.st_size, st.st_mtime_ns)
+                stat = _stat(Path(out))
         if did_write:
             written[kind].append(name)
         if isinstance(report, ArticleTally):

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,10 +203,14 @@ class RemoteWorkspace:
             keys = [k for k in self.fs.find(base) if k.endswith(".json")]
         except FileNotFoundError:
             return {}
+        return {m["unit"]: m for m in self._read_markers(keys).values()}
+
+    def _read_markers(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        # {key: marker} of the marker objects at `keys` that exist and parse (one concurrent `cat`)
         if not keys:
             return {}
         try:
-            blobs = self.fs.cat(keys, on_error="omit")
+            blobs = self.fs.cat(list(keys), on_error="omit")
         except FileNotFoundError:
             blobs = {}
         _TRAFFIC["marker_reads"] += len(keys)
@@ -217,32 +222,16 @@ class RemoteWorkspace:
                 marker = json.loads(blob)
             except json.JSONDecodeError:
                 continue  # a marker is one PUT: an unreadable one is not ours; ignore it
-            out[marker["unit"]] = marker
+            if isinstance(marker, dict) and "unit" in marker:
+                out[k] = marker
         return out
 
     def markers_of(self, units: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The live markers of `units`, read afresh (one GET per unit, not a listing of every marker):
         {unit: marker} for those published. The cache `published()` serves is updated with them."""
         wanted = sorted(set(units))
-        if not wanted:
-            return {}
-        keys = {self.marker_key(u): u for u in wanted}
-        try:
-            blobs = self.fs.cat(list(keys), on_error="omit")
-        except FileNotFoundError:
-            blobs = {}
-        _TRAFFIC["marker_reads"] += len(keys)
-        out: dict[str, dict[str, Any]] = {}
-        for k, blob in blobs.items():
-            unit = keys.get(k) or keys.get(k.split("://", 1)[-1])
-            if unit is None or not isinstance(blob, bytes | bytearray):
-                continue
-            try:
-                marker = json.loads(blob)
-            except json.JSONDecodeError:
-                continue
-            if marker.get("unit") == unit:
-                out[unit] = marker
+        out = {m["unit"]: m for m in self._read_markers([self.marker_key(u) for u in wanted]).values()
+               if m["unit"] in wanted}
         if self._markers is not None:
             for unit in wanted:
                 if unit in out:
@@ -486,8 +475,6 @@ def task_log(kind: str, name: str) -> Iterator[None]:
     if not path:
         yield
         return
-    import time
-
     _peak_rss_mb(reset=True)
     before, t0 = traffic(), time.perf_counter()
     error = None
@@ -596,7 +583,10 @@ def pull_workspace(url: str, dest: str | os.PathLike[str] | None = None,
         before = remote.markers_of(artifacts)
         for prefix, artifact in zip(prefixes, artifacts):
             if artifact in ARTIFACTS and artifact not in before:
-                continue  # no finished generation of it (never built, or a rebuild in flight)
+                if any(u.startswith(f"{artifact}/") and not u.startswith("corpus/parts/") for u in remote.published()):
+                    raise WorkspaceError(f"{url}: no finished {artifact} published (a build was interrupted or "
+                                         "is running: rerun it to publish)")
+                continue  # never built: nothing of it to pull
             rels = remote.files(prefix)
             if prefix == "corpus/":  # parts are build state, not needed to search
                 rels = {r: e for r, e in rels.items() if not r.startswith("corpus/parts/")}
@@ -606,10 +596,8 @@ def pull_workspace(url: str, dest: str | os.PathLike[str] | None = None,
         if attempt == READ_RETRIES:
             raise WorkspaceError(f"{url}: its artifacts were republished during each of {attempt + 1} pulls "
                                  "(a build writing it?); pull again when the build has finished")
-    if not any(remote.files(p) for p in prefixes) or not before:
-        pending = sorted(u for u in remote.published() if not u.startswith("corpus/parts/"))
-        hint = " (a build was interrupted or is running: rerun it to publish)" if pending else "; build it first"
-        raise WorkspaceError(f"{url}: no finished corpus, index or events published{hint}")
+    if not before:
+        raise WorkspaceError(f"{url}: no finished {', '.join(artifacts)} published; build it first")
     return local
 
 
