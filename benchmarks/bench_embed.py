@@ -224,9 +224,13 @@ def compare_paths(args: argparse.Namespace, threads: int) -> None:
             row[f"recall@10 {label}"] = round(dense_recall(docs, ids, qvecs, judged, 10, visible), 4)
             print(f"  {name}: {label} dense recall@10 {row[f'recall@10 {label}']:.4f} ({len(judged)} queries)",
                   flush=True)
+            if args.queries_at_default:  # the documents' budget alone (whole-argument queries are capped too)
+                qvecs = next(iter(embs.values())).encode_queries([q for q, _ in judged])
+                row[f"recall@10 {label} q@default"] = round(dense_recall(docs, ids, qvecs, judged, 10, visible), 4)
         results[name] = row
     first = next(iter(results.values()))
-    labels = [f"recall@10 {label}" for label in sets]
+    labels = [f"recall@10 {label}{sfx}" for label in sets for sfx in ("", " q@default")
+              if not sfx or args.queries_at_default]
     print("\n| path | CPU ms/article | articles/s/core (best round) | x default (CPU) | articles/s (wall) |"
           + "".join(f" {lab} (vs default) |" for lab in labels) + "\n|---|---:|---:|---:|---:|" + "---:|" * len(labels))
     for name, r in results.items():
@@ -257,6 +261,9 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, default=None,
                     help="write each backend's vectors (all texts, and --queries) to DIR/<backend>.npz")
     ap.add_argument("--queries", type=Path, default=None, help="JSON list of queries embedded for --dump")
+    ap.add_argument("--queries-at-default", action="store_true",
+                    help="with --paths: also the recall with the queries embedded by the first path (the "
+                         "default) for every path, so only the documents' config varies")
     ap.add_argument("--paths", default=None,
                     help="compare today's default embed config ('default') with variants ('key=value;...'), "
                          "comma-separated: CPU time per article and dense recall@10 (see the module docstring)")

@@ -4,8 +4,9 @@ Both profiles' filters run on every body, as a build does (the part records both
 ``plain`` path is the straightforward port: each filter tokenizes the text itself, the symbol and
 letter tests run per token, and Gopher's n-gram passes are the Python loops kept in quality.py as
 the reference (`_top_ngram_chars`, `_all_dup_ngram_chars`). The ``shipped`` path shares one
-tokenization per text, caches the per-token tests and runs the n-gram passes in numpy
-(`_NgramIndex`). The verdicts, reasons and details must be identical (checked here, and by
+tokenization per text, caches the per-token tests, runs the n-gram passes in numpy (`_NgramIndex`),
+counts Gopher's statistics and runs C4's line pass once per text for both profiles, and tests for an
+abbreviation only at a sentence's end. The verdicts, reasons and details must be identical (checked here, and by
 hypothesis in tests/corpus_build/test_quality.py).
 
 Bodies: real pages of public evaluation sets, through `extract_page` (``--set NAME=PATH``, the folders
@@ -69,7 +70,8 @@ def plain_path():
     """The filters as a plain port: no shared tokens, no per-token caches, Python n-gram loops."""
     from forecast_env.corpus_build import quality as q
 
-    saved = (q._tokens, q._is_symbol_word, q._has_alpha, q._ngram_index)
+    saved = (q._tokens, q._is_symbol_word, q._has_alpha, q._ngram_index, q._gopher_stats, q._c4_lines,
+             q._ABBREV_TAIL, q._token_count)
 
     class Plain:
         def __init__(self, words):
@@ -85,17 +87,22 @@ def plain_path():
     q._is_symbol_word = lambda w: all(q._is_symbol_char(c) for c in w)
     q._has_alpha = lambda w: any(c.isalpha() for c in w)
     q._ngram_index = lambda text: Plain(q._tokens(text))
+    q._gopher_stats = q._gopher_stats_reference  # counted token by token, again by each profile
+    q._c4_lines = q._c4_lines.__wrapped__  # C4's line pass run again by each profile
+    q._ABBREV_TAIL = 10**9  # the abbreviation test searches the whole sentence
+    q._token_count = lambda text: len(q._tokens(text))  # FineWeb tokenizes C4's text again
     try:
         yield
     finally:
-        q._tokens, q._is_symbol_word, q._has_alpha, q._ngram_index = saved
+        (q._tokens, q._is_symbol_word, q._has_alpha, q._ngram_index, q._gopher_stats, q._c4_lines,
+         q._ABBREV_TAIL, q._token_count) = saved
 
 
 def run(bodies: list[str]) -> tuple[float, list]:
     from forecast_env.corpus_build import quality as q
 
     filters = {p: q.build_filters({"profile": p}) for p in q.PROFILE_NAMES}
-    for fn in (q._tokens, q._is_symbol_word, q._has_alpha, q._ngram_index):  # a cold start each run
+    for fn in (q._tokens, q._is_symbol_word, q._has_alpha, q._ngram_index, q._gopher_stats, q._c4_lines):  # a cold start each run
         if hasattr(fn, "cache_clear"):
             fn.cache_clear()
     t0 = time.process_time()

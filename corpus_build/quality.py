@@ -54,6 +54,11 @@ _WORD_RE = re.compile(
     r"\w+(?=n't\b)|n't\b|\w+(?='(?:s|re|ve|ll|d|m)\b)|'(?:s|re|ve|ll|d|m)\b|\w+(?:[.,'\-]\w+)*|\.\.\.|…|[^\w\s]",
     re.IGNORECASE,
 )
+#: `_WORD_RE` without the contraction alternatives, which make the engine backtrack through every word
+#: twice: the two split the same text into the same tokens outside tokens holding an apostrophe, and
+#: `_tokens` tokenizes those again with `_WORD_RE` (the contraction alternatives look no further than
+#: the token's end, where both see a non-word character or the text's end).
+_PLAIN_WORD_RE = re.compile(r"'(?:s|re|ve|ll|d|m)\b|\w+(?:[.,'\-]\w+)*|\.\.\.|…|[^\w\s]", re.IGNORECASE)
 _ABBREV = (
     "mr|mrs|ms|dr|prof|sr|jr|st|mt|gen|gov|sen|rep|lt|col|sgt|capt|cmdr|adm|rev|hon|pres|"
     "inc|ltd|co|corp|vs|etc|no|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|u\\.s|u\\.k|"
@@ -61,6 +66,9 @@ _ABBREV = (
 )
 _SENT_SPLIT = re.compile(r"[.!?…][\"'”’)\]]*(\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
 _ABBREV_END = re.compile(r"\b(?:" + _ABBREV + r"|[a-z])\.$", re.IGNORECASE)
+#: characters of a sentence's end `_ABBREV_END` needs: the longest abbreviation, its ".", a trailing
+#: newline and the character before it (for \b), with room to spare
+_ABBREV_TAIL = max(len(a.replace("\\", "")) for a in _ABBREV.split("|")) + 8
 
 
 def _is_symbol_char(ch: str) -> bool:
@@ -88,7 +96,16 @@ def word_tokenize(text: str) -> list[str]:
 def _tokens(text: str) -> tuple[str, ...]:
     """`word_tokenize`, remembered for the last few texts: every filter of both profiles tokenizes the
     same body (the part records both profiles' verdicts), so it is tokenized once."""
-    return tuple(_WORD_RE.findall(text))
+    tokens = _PLAIN_WORD_RE.findall(text)
+    if "'" not in text:
+        return tuple(tokens)
+    out: list[str] = []
+    for tok in tokens:
+        if len(tok) > 1 and "'" in tok:
+            out.extend(_WORD_RE.findall(tok))
+        else:
+            out.append(tok)
+    return tuple(out)
 
 
 def sent_tokenize(text: str) -> list[str]:
@@ -103,7 +120,10 @@ def sent_tokenize(text: str) -> list[str]:
     pieces.append(text[start:])
     sents: list[str] = []
     for piece in pieces:
-        if sents and _ABBREV_END.search(sents[-1]):
+        # only the sentence's last characters can end in an abbreviation: searching its tail gives the
+        # same answer (the longest alternative plus its "." and \b's character fit in it) without
+        # rescanning the whole sentence at every split
+        if sents and _ABBREV_END.search(sents[-1][-_ABBREV_TAIL:]):
             sents[-1] = sents[-1] + " " + piece
         else:
             sents.append(piece)
@@ -191,47 +211,93 @@ class GopherQualityFilter:
         self.alpha_ratio_of = alpha_ratio_of
 
     def filter(self, text: str) -> FilterResult:
-        words = _tokens(text)
-        n_words = len(words)
-        non_symbol = [w for w in words if not _is_symbol_word(w)]
-        n_non_symbol = len(non_symbol)
+        s = _gopher_stats(text)
+        n_words, n_non_symbol = s.n_words, s.n_non_symbol
         if self.min_doc_words and n_non_symbol < self.min_doc_words:
             return _drop("gopher_short_doc", f"words={n_non_symbol}", text)
         if self.max_doc_words and n_non_symbol > self.max_doc_words:
             return _drop("gopher_long_doc", f"words={n_non_symbol}", text)
-        avg = sum(len(w) for w in non_symbol) / n_non_symbol
+        avg = s.non_symbol_chars / n_non_symbol
         if self.min_avg_word_length and avg < self.min_avg_word_length:
             return _drop("gopher_mean_word_length", f"mean={avg:.2f}", text)
         if self.max_avg_word_length and avg > self.max_avg_word_length:
             return _drop("gopher_mean_word_length", f"mean={avg:.2f}", text)
         if self.max_symbol_word_ratio:
-            ratio = text.count("#") / n_words
+            ratio = s.hashes / n_words
             if ratio > self.max_symbol_word_ratio:
                 return _drop("gopher_symbol_ratio", f"hash_per_word={ratio:.3f}", text)
-            ratio = (text.count("...") + text.count("…")) / n_words
+            ratio = s.ellipses / n_words
             if ratio > self.max_symbol_word_ratio:
                 return _drop("gopher_ellipsis_ratio", f"ellipsis_per_word={ratio:.3f}", text)
-        lines = text.splitlines() or [""]
         if self.max_bullet_lines_ratio:
-            ratio = sum(s.lstrip().startswith(("•", "-")) for s in lines) / len(lines)
+            ratio = s.bullet_lines / s.n_lines
             if ratio > self.max_bullet_lines_ratio:
                 return _drop("gopher_bullet_lines", f"ratio={ratio:.3f}", text)
         if self.max_ellipsis_lines_ratio:
-            ratio = sum(s.rstrip().endswith(("...", "…")) for s in lines) / len(lines)
+            ratio = s.ellipsis_lines / s.n_lines
             if ratio > self.max_ellipsis_lines_ratio:
                 return _drop("gopher_ellipsis_lines", f"ratio={ratio:.3f}", text)
         if self.max_non_alpha_words_ratio:
-            pool = words if self.alpha_ratio_of == "all_tokens" else non_symbol
-            ratio = sum(map(_has_alpha, pool)) / len(pool)
+            # a symbol word has no letter, so the tokens with a letter are the non-symbol words with one
+            ratio = s.alpha_words / (n_words if self.alpha_ratio_of == "all_tokens" else n_non_symbol)
             if ratio < self.max_non_alpha_words_ratio:
                 return _drop("gopher_alpha_words", f"alpha_ratio={ratio:.3f}", text)
         if self.min_stop_words:
             # datatrove counts the distinct stop words present (`len(stop_words & set(words))`),
             # case-sensitive: "The" at a sentence start is not "the".
-            n_stop = len(self.stop_words.intersection(words))
+            n_stop = len(self.stop_words & s.vocabulary)
             if n_stop < self.min_stop_words:
                 return _drop("gopher_stop_words", f"stop_words={n_stop}", text)
         return FilterResult(True, None, None, text)
+
+
+@dataclass(frozen=True)
+class _GopherStats:
+    """What `GopherQualityFilter` compares with its thresholds, counted once per text: both profiles
+    judge the same body, so the counts are shared (`_gopher_stats`)."""
+
+    n_words: int  # every token
+    n_non_symbol: int  # tokens that are not all punctuation / symbols
+    non_symbol_chars: int
+    hashes: int
+    ellipses: int
+    n_lines: int
+    bullet_lines: int
+    ellipsis_lines: int
+    alpha_words: int  # tokens with a letter (all of them non-symbol words)
+    vocabulary: frozenset[str]
+
+
+@functools.lru_cache(maxsize=8)
+def _gopher_stats(text: str) -> _GopherStats:
+    words = _tokens(text)
+    # per distinct token (the n-gram index, which the repetition filter reads too, numbered them)
+    index = _ngram_index(text)
+    symbol = np.fromiter(map(_is_symbol_word, index.vocabulary), dtype=bool, count=len(index.vocabulary))
+    alpha = np.fromiter(map(_has_alpha, index.vocabulary), dtype=bool, count=len(index.vocabulary))
+    is_symbol = symbol[index.words]
+    n_non_symbol = len(words) - int(is_symbol.sum())
+    alpha_words = int(alpha[index.words].sum())  # a symbol word has no letter
+    lines = text.splitlines() or [""]
+    return _GopherStats(
+        n_words=len(words), n_non_symbol=n_non_symbol, non_symbol_chars=int(index.lengths[~is_symbol].sum()),
+        hashes=text.count("#"), ellipses=text.count("...") + text.count("…"), n_lines=len(lines),
+        bullet_lines=sum(s.lstrip().startswith(("•", "-")) for s in lines),
+        ellipsis_lines=sum(s.rstrip().endswith(("...", "…")) for s in lines),
+        alpha_words=alpha_words, vocabulary=frozenset(words))
+
+
+def _gopher_stats_reference(text: str) -> _GopherStats:
+    """`_gopher_stats` counted token by token (the reference; tested equal)."""
+    words = _WORD_RE.findall(text)
+    non_symbol = [w for w in words if not all(_is_symbol_char(c) for c in w)]
+    lines = text.splitlines() or [""]
+    return _GopherStats(
+        n_words=len(words), n_non_symbol=len(non_symbol), non_symbol_chars=sum(map(len, non_symbol)),
+        hashes=text.count("#"), ellipses=text.count("...") + text.count("…"), n_lines=len(lines),
+        bullet_lines=sum(s.lstrip().startswith(("•", "-")) for s in lines),
+        ellipsis_lines=sum(s.rstrip().endswith(("...", "…")) for s in lines),
+        alpha_words=sum(any(c.isalpha() for c in w) for w in words), vocabulary=frozenset(words))
 
 
 def _find_duplicates(items: list[str]) -> tuple[int, int]:
@@ -284,9 +350,13 @@ class _NgramIndex:
     def __init__(self, words: Sequence[str]) -> None:
         ids: dict[str, int] = {}
         self.words = np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int64, count=len(words))
+        #: the distinct tokens, in the order of their ids
+        self.vocabulary: list[str] = list(ids)
         self.vocab = max(len(ids), 1)
         self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         self._grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        #: the smallest n known to have no repeated n-gram (then no longer n-gram repeats either)
+        self._no_repeat_from: int | None = None
 
     def grams(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids of the n-grams starting at 0 .. len - n, equal ids for equal n-grams; first position of
@@ -315,9 +385,12 @@ class _NgramIndex:
         """`_all_dup_ngram_chars`: the same left-to-right walk (a visited n-gram seen before counts and
         skips its n words; else it is seen), run only over the positions whose n-gram occurred earlier:
         every other position is a first sighting, so it only joins `seen`. Most bodies have none."""
+        if self._no_repeat_from is not None and n >= self._no_repeat_from:
+            return 0  # an n-gram seen twice holds an (n-1)-gram seen twice
         g, first = self.grams(n)
         later = np.nonzero(first[g] < np.arange(g.size))[0]
         if later.size == 0:
+            self._no_repeat_from = min(n, self._no_repeat_from or n)
             return 0
         cum = np.concatenate([[0], np.cumsum(self.lengths)])
         seen: set[int] = set()
@@ -439,33 +512,82 @@ class C4Filter:
         self.filter_no_terminal_punct = filter_no_terminal_punct
 
     def filter(self, text: str) -> FilterResult:
+        lines, n_tokens = _c4_lines(text, self.max_word_length, self.min_words_per_line, self.remove_citations,
+                                    self.filter_no_terminal_punct, self.filter_javascript, self.filter_policy)
         n_sentences = 0
         kept: list[str] = []
-        for line in text.splitlines():
-            line = line.strip()
-            words = line.split()
-            if self.max_word_length != -1 and any(len(w) > self.max_word_length for w in words):
-                continue
-            if self.remove_citations:
-                line = _CITATION_RE.sub("", line)
-            if self.filter_no_terminal_punct and (not line.endswith(_END_PUNCT) or line.endswith("...")):
-                continue
-            if len(words) < self.min_words_per_line:
-                continue
-            low = line.lower()
-            if self.filter_lorem_ipsum and "lorem ipsum" in low:
+        for line, lorem, skipped, curly, n_sent in lines:
+            if self.filter_lorem_ipsum and lorem:
                 return _drop("c4_lorem_ipsum", None, text)
-            if self.filter_javascript and "javascript" in low:
+            if skipped == "javascript":
                 continue
-            if self.filter_curly_bracket and "{" in line:
+            if self.filter_curly_bracket and curly:
                 return _drop("c4_curly_bracket", None, text)
-            if self.filter_policy and any(p in low for p in POLICY_SUBSTRINGS):
+            if skipped:  # a policy line
                 continue
-            n_sentences += len(sent_tokenize(line))
+            n_sentences += n_sent
             kept.append(line)
         if n_sentences < self.min_sentences:
             return _drop("c4_too_few_sentences", f"sentences={n_sentences}", text)
-        return FilterResult(True, None, None, "\n".join(kept).strip())
+        cleaned = "\n".join(kept).strip()
+        _remember_token_count(cleaned, n_tokens)
+        return FilterResult(True, None, None, cleaned)
+
+
+@functools.lru_cache(maxsize=8)
+def _c4_lines(text: str, max_word_length: int, min_words_per_line: int, remove_citations: bool,
+              filter_no_terminal_punct: bool, filter_javascript: bool,
+              filter_policy: bool) -> tuple[tuple[tuple[str, bool, str, bool, int], ...], int]:
+    """C4's line pass, shared by every profile with the same line cleanup (`LINE_CLEANUP_KEYS`: all of
+    them, `check_shared_cleanup`): per line that survives the word-length, terminal-punctuation and
+    words-per-line rules, (the line after citation removal, has "lorem ipsum", "javascript" / "policy"
+    when that rule skips it else "", has "{", its sentences when it is kept). The document rules
+    (lorem ipsum, curly bracket, minimum sentences) differ between profiles and read this in order.
+
+    Also the number of `word_tokenize` tokens of the kept lines joined (the text FineWeb counts words
+    of), from the text's own tokens: no token spans whitespace, so the tokens of lines joined by line
+    breaks are the lines' tokens, and only the dropped lines and those citation removal changed are
+    tokenized again."""
+    out = []
+    n_tokens = len(_tokens(text))
+    for line in text.splitlines():
+        line = line.strip()
+        words = line.split()
+        original = line
+        if max_word_length != -1 and len(line) > max_word_length and max(map(len, words)) > max_word_length:
+            n_tokens -= len(_WORD_RE.findall(original))
+            continue
+        if remove_citations:
+            line = _CITATION_RE.sub("", line)
+        if (filter_no_terminal_punct and (not line.endswith(_END_PUNCT) or line.endswith("..."))) \
+                or len(words) < min_words_per_line:
+            n_tokens -= len(_WORD_RE.findall(original))
+            continue
+        low = line.lower()
+        skipped = ("javascript" if filter_javascript and "javascript" in low
+                   else "policy" if filter_policy and any(p in low for p in POLICY_SUBSTRINGS) else "")
+        if skipped:
+            n_tokens -= len(_WORD_RE.findall(original))
+        elif line != original:
+            n_tokens += len(_WORD_RE.findall(line)) - len(_WORD_RE.findall(original))
+        out.append((line, "lorem ipsum" in low, skipped, "{" in line, 0 if skipped else len(sent_tokenize(line))))
+    return tuple(out), n_tokens
+
+
+#: Token counts of texts C4 returned (`_c4_lines` knows them without tokenizing), for FineWeb's word count.
+_TOKEN_COUNTS: dict[str, int] = {}
+
+
+def _remember_token_count(text: str, n: int) -> None:
+    if len(_TOKEN_COUNTS) >= 16:
+        del _TOKEN_COUNTS[next(iter(_TOKEN_COUNTS))]
+    _TOKEN_COUNTS[text] = n
+
+
+def _token_count(text: str) -> int:
+    """len(word_tokenize(text)), from C4's count when this is the text it returned."""
+    n = _TOKEN_COUNTS.get(text)
+    return len(_tokens(text)) if n is None else n
 
 
 class FineWebFilter:
@@ -513,7 +635,7 @@ class FineWebFilter:
         ratio = _find_duplicates(lines)[1] / n_chars
         if ratio > self.char_duplicates_ratio:
             return _drop("fineweb_dup_line_chars", f"ratio={ratio:.4f}", text)
-        n_words = len(_tokens(text)) or 1
+        n_words = _token_count(text) or 1
         newlines = text.count("\n") if self.newlines_of_blank_lines else len(lines) - 1
         ratio = newlines / n_words
         if ratio > self.new_line_ratio:

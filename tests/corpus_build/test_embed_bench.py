@@ -24,6 +24,17 @@ def test_beir_fixture_is_complete_and_consistent():
     assert (REPO / "tests" / "fixtures" / "beir_scifact_long" / "README.md").read_text().count("CC BY-NC 2.0")
 
 
+def test_arguana_fixture_is_complete_and_holds_no_query_as_a_document():
+    folder = REPO / "tests" / "fixtures" / "beir_arguana_long"
+    ids, texts, judged = bench_embed.beir_set(folder)
+    assert len(ids) == len(set(ids)) == len(texts) == 1500
+    assert len(judged) == 217 and all(len(rel) == 1 for _, rel in judged)
+    assert all(rel <= set(ids) for _, rel in judged)
+    # a query's own argument is not among the documents (plain dense search would find it as itself)
+    assert not any(t.endswith(q) for t in texts for q, _ in judged)
+    assert (folder / "README.md").read_text().count("CC BY-SA 4.0")
+
+
 def test_beir_reader_skips_unjudged_queries_and_zero_scores(tmp_path):
     (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "T", "text": "x"}\n{"_id": "d2", "text": "y"}\n')
     (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n')

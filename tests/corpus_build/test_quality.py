@@ -250,3 +250,135 @@ def test_cached_tokens_are_not_shared_between_texts() -> None:
     toks = word_tokenize(a)
     toks.append("mutated")  # callers get a fresh list: the cache cannot be changed from outside
     assert word_tokenize(a)[-1] == "."
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared per-text passes (tokens, Gopher's counts, C4's line pass, FineWeb's word count, the
+# abbreviation test) equal the plain ports they replaced
+# ---------------------------------------------------------------------------------------------
+
+_PIECES = ["the", "of", "and", "don", "n't", "'s", "'re", "John's", "can't", "rock'n'roll", "I'm", "N'T",
+           "3.5", "U.S.", "Mr.", "e.g.", "approx.", "x.", "...", "…", "#", "$", "%", "(", ")", "•", "-", "_",
+           "__", "a-b", "'", "’s", "don’t", "café", "naïve", "日本", "١٢", "[1]", "[edit]", "[citation needed]",
+           "lorem ipsum", "JavaScript", "{", "}", "privacy policy", "uses cookies", "Hello!", "Why?", '"Yes."',
+           "A", "Word", "verylongwordverylongword"]
+_SEPS = [" ", " ", " ", "\n", "\n\n", "\t", "\r\n", "\x85", "\u2028", "  \n  ", ""]
+_TEXTS = st.lists(st.tuples(st.sampled_from(_PIECES), st.sampled_from(_SEPS)), max_size=120).map(
+    lambda parts: "".join(p + s for p, s in parts))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_TEXTS)
+def test_tokens_equal_the_word_regex(text: str) -> None:
+    assert _q._tokens.__wrapped__(text) == tuple(_q._WORD_RE.findall(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS)
+def test_gopher_counts_equal_the_token_by_token_reference(text: str) -> None:
+    _q._ngram_index.cache_clear()
+    assert _q._gopher_stats.__wrapped__(text) == _q._gopher_stats_reference(text)
+
+
+def _sent_tokenize_reference(text: str) -> list[str]:
+    """sent_tokenize searching the whole sentence for an abbreviation (before the tail search)."""
+    saved = _q._ABBREV_TAIL
+    _q._ABBREV_TAIL = 10**9
+    try:
+        return sent_tokenize(text)
+    finally:
+        _q._ABBREV_TAIL = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS)
+def test_sentence_split_reads_only_the_tail_and_agrees(text: str) -> None:
+    assert sent_tokenize(text) == _sent_tokenize_reference(text)
+
+
+def _c4_reference(f: C4Filter, text: str) -> tuple[bool, str | None, str | None, str]:
+    """C4Filter.filter as it was before the shared line pass (a line-by-line port of datatrove's)."""
+    n_sentences = 0
+    kept: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        words = line.split()
+        if f.max_word_length != -1 and any(len(w) > f.max_word_length for w in words):
+            continue
+        if f.remove_citations:
+            line = _q._CITATION_RE.sub("", line)
+        if f.filter_no_terminal_punct and (not line.endswith(_q._END_PUNCT) or line.endswith("...")):
+            continue
+        if len(words) < f.min_words_per_line:
+            continue
+        low = line.lower()
+        if f.filter_lorem_ipsum and "lorem ipsum" in low:
+            return False, "c4_lorem_ipsum", None, text
+        if f.filter_javascript and "javascript" in low:
+            continue
+        if f.filter_curly_bracket and "{" in line:
+            return False, "c4_curly_bracket", None, text
+        if f.filter_policy and any(p in low for p in _q.POLICY_SUBSTRINGS):
+            continue
+        n_sentences += len(_sent_tokenize_reference(line))
+        kept.append(line)
+    if n_sentences < f.min_sentences:
+        return False, "c4_too_few_sentences", f"sentences={n_sentences}", text
+    return True, None, None, "\n".join(kept).strip()
+
+
+_C4_VARIANTS = [
+    {**_q.PROFILES["paper"]["c4"]}, {**_q.PROFILES["news"]["c4"]},
+    {**_q.PROFILES["paper"]["c4"], "filter_no_terminal_punct": True, "max_word_length": 12, "min_sentences": 1},
+    {**_q.PROFILES["news"]["c4"], "min_words_per_line": 0, "remove_citations": False, "filter_policy": False},
+    {**_q.PROFILES["news"]["c4"], "filter_javascript": False, "max_word_length": -1, "min_sentences": 0},
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS)
+def test_c4_shared_line_pass_equals_the_line_by_line_port(text: str) -> None:
+    """Every profile's C4 verdict and text, over one shared line pass, equal the plain port's; the word
+    count C4 hands to FineWeb is the count of the text it returns."""
+    _q._c4_lines.cache_clear()
+    for params in _C4_VARIANTS:
+        f = C4Filter(**{k: v for k, v in params.items() if k != "enabled"})
+        got = f.filter(text)
+        assert (got.keep, got.reason, got.detail, got.text) == _c4_reference(f, text), params
+        if got.keep:
+            assert _q._token_count(got.text) == len(_q._WORD_RE.findall(got.text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(st.lists(st.sampled_from(["w1", "w2", "w3"]), min_size=1, max_size=8), max_size=10),
+       order=st.permutations(list(range(5, 11))))
+def test_dup_ngrams_in_any_order_equal_the_reference(blocks: list[list[str]], order: list[int]) -> None:
+    """The index skips n-grams longer than one known to have no repeat; asked in any order, it agrees."""
+    words = [w for block in blocks for w in block] + [w for block in blocks[:2] for w in block]
+    index = _q._NgramIndex(words)
+    lengths = [len(w) for w in words]
+    for n in order:
+        assert index.dup_chars(n) == _q._all_dup_ngram_chars(words, lengths, n), n
+
+
+def test_profiles_share_the_per_text_passes_and_judge_as_without() -> None:
+    """Both profiles on the same bodies, with the shared passes and with every cache cleared before each
+    filter: the same verdicts (a cache keyed wrongly would hand one profile's or text's result to
+    another)."""
+    bodies = [NEWS, NEWS + "\n\nPlease enable JavaScript.\n\nShort.", "Too short.", NEWS.replace(".", " {x}.", 2),
+              "lorem ipsum dolor sit amet " * 20, NEWS + "\n\n" + "Advertisement\n\n" * 8]
+    filters = {p: build_filters({"profile": p}) for p in _q.PROFILE_NAMES}
+    shared = [[apply_filters(b, fs) for fs in filters.values()] for b in bodies]
+    for fn in (_q._tokens, _q._gopher_stats, _q._c4_lines, _q._ngram_index):
+        fn.cache_clear()
+    _q._TOKEN_COUNTS.clear()
+    cold = []
+    for b in bodies:
+        row = []
+        for fs in filters.values():
+            for fn in (_q._tokens, _q._gopher_stats, _q._c4_lines, _q._ngram_index):
+                fn.cache_clear()
+            _q._TOKEN_COUNTS.clear()
+            row.append(apply_filters(b, fs))
+        cold.append(row)
+    assert shared == cold
