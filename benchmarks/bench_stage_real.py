@@ -19,7 +19,7 @@ runs over it under each variant, in the same process and run:
 Usage::
 
     .venv/bin/python benchmarks/bench_stage_real.py --set aeb=PATH --set wcxb_test=PATH [--limit N]
-        [--variants news,paper,news-one-profile,trafilatura,longer]
+        [--variants news,paper,news-one-profile,trafilatura,longer] [--keep-warc realmix/CC-NEWS-20250401120000-00001.warc.gz]
 
 The sets stay out of the repository (their licences); see bench_extract_quality.py for where to get them.
 """
@@ -196,6 +196,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--repeat", type=int, default=2, help="run the variants in turn this many times")
     ap.add_argument("--profile", action="store_true", help="also time each step of every variant (CPU, exclusive)")
+    ap.add_argument("--keep-warc", type=Path, default=None,
+                    help="also copy the WARC of the pages here (e.g. to build a corpus of real articles for "
+                         "bench_embed.py --workspace)")
     args = ap.parse_args(argv)
     if not args.set:
         print("bench_stage_real: no --set given; see the module docstring. Skipped.")
@@ -211,6 +214,11 @@ def main(argv: list[str] | None = None) -> None:
         warc = Path(tmp) / "CC-NEWS-20250401120000-00001.warc.gz"
         n = write_pages_warc(warc, pages)
         print(f"{n} real pages in one WARC file ({warc.stat().st_size / 1e6:.1f} MB)")
+        if args.keep_warc:
+            import shutil
+
+            args.keep_warc.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(warc, args.keep_warc)
         run_variant(warc, "news")  # warm-up: imports, the language model
         variants = args.variants.split(",")
         best: dict[str, tuple[int, int, float]] = {}

@@ -562,13 +562,15 @@ KEPT_PER_FILE = PAPER_KEPT_ARTICLES / PAPER_FILES
 #: checks that each appears there. When a benchmark is rerun with new figures, change the rate's `value`
 #: in PLAN_RATES and, if the command changed, its command here (and RESULTS.md prints the new one).
 STAGE_REAL_COMMAND = (
-    "cd DATA && .venv/bin/python benchmarks/bench_stage_real.py --set aeb=aeb --set wcxb_test=wcxb "
+    "cd DATA && taskset -c 1 .venv/bin/python benchmarks/bench_stage_real.py --set aeb=aeb --set wcxb_test=wcxb "
     "--set readability=readability --set trafilatura_eval=trafilatura --set goose3=goose3 "
     "--set newspaper=newspaper4k --limit 200 --repeat 2 "
-    "--variants default,news,news-plain-filters,news-one-profile,paper,trafilatura")
+    "--variants default,news,news-plain-filters,news-one-profile,paper,longer "
+    "--keep-warc realmix/CC-NEWS-20250401120000-00001.warc.gz")
+#: real articles as the index embeds them: the corpus built from that WARC (realmix_ws), then this
 EMBED_COMMAND = (
-    "taskset -c 0,1 .venv/bin/python benchmarks/bench_embed.py --workspace demo_ws --n 100 --threads 2 "
-    "--backends torch,onnx,onnx-int8,onnx-int8-static,static --rounds 3")
+    "cd DATA && taskset -c 1 .venv/bin/python benchmarks/bench_embed.py --workspace realmix_ws --threads 1 "
+    "--rounds 3 --n 300 --paths default,max_seq_length=128 --beir none")
 IVF_COMMAND = ("OMP_NUM_THREADS=2 nice -n 10 .venv/bin/python benchmarks/bench_scale.py build --root /work/scale/10m "
                "--rows 10000000 --months 10")
 MERGE_COMMAND = (".venv/bin/python benchmarks/bench_merge.py all --root /tmp/merge_bench --sizes 250000,1000000 "
@@ -598,22 +600,22 @@ class PlanRate:
 #: Every measured rate the plan uses, in one table (the plan's basis lines cite these, and print the
 #: commands). The per-WARC stages (read, extract, the language gate, lang, quality, timestamps,
 #: leakage): records/s per core in CPU time on 743 real pages of six public evaluation sets in one WARC
-#: (about a quarter not English), per body path (`extract.body_mode`), idle 2026-12-02, the lower of two
-#: best-of-2 runs (RESULTS.md "Third session": the command above with other --variants). A part
-#: holds every profile's verdicts, so the active profile does not change this cost. Embedding: int8-static
-#: ONNX, 92.2 articles/s on 2 pinned cores (idle 2026-11-30) over the demo world's articles. IVF: 781 s
+#: (about a quarter not English), per body path (`extract.body_mode`: `default` is trafilatura's, `news`
+#: our own, `longer` the longer of the two), idle 2026-12-04, best of 2 (RESULTS.md "Issue 30, fourth
+#: session"). A part holds every profile's verdicts, so the active profile does not change this cost.
+#: Embedding: int8-static ONNX at 256 tokens, one pinned core, 300 real articles (title, summary and body
+#: as the index embeds them) of the corpus built from that WARC, idle 2026-12-04. IVF: 781 s
 #: on 2 threads to train 10M articles' months. Merge: CPU s per million articles, the sum of
 #: `corpus_build.rates.MERGE_SECONDS_PER_MILLION` (which models it; a test keeps the two equal).
 #: keep.*: the share of held-out real English articles reaching the quality stage that each profile
 #: keeps (471 pages, trafilatura bodies; issue 30's linear page rule).
 PLAN_RATES: dict[str, PlanRate] = {
-    "extract.trafilatura": PlanRate(33.6, "records/s/core", "real pages", "Issue 25 / Third session",
+    "extract.trafilatura": PlanRate(38.3, "records/s/core", "real pages", "Issue 30, fourth session",
                                     STAGE_REAL_COMMAND),
-    "extract.own": PlanRate(68.0, "records/s/core", "real pages", "Issue 25 / Third session", STAGE_REAL_COMMAND),
-    "extract.longer": PlanRate(34.5, "records/s/core", "real pages", "Issue 25 / Third session",
+    "extract.own": PlanRate(76.8, "records/s/core", "real pages", "Issue 30, fourth session", STAGE_REAL_COMMAND),
+    "extract.longer": PlanRate(36.0, "records/s/core", "real pages", "Issue 30, fourth session",
                                STAGE_REAL_COMMAND),
-    "embed": PlanRate(92.2 / 2, "articles/s/core", "the demo world's articles, not real pages",
-                      "Embedding backends", EMBED_COMMAND),
+    "embed": PlanRate(37.6, "articles/s/core", "real articles", "Issue 30, fourth session", EMBED_COMMAND),
     "ivf": PlanRate(781 * 2 / 10_000_000, "core-s/article", "synthetic vectors", "Approximate (IVF) months",
                     IVF_COMMAND),
     "merge": PlanRate(334.5 + 14.4 + 45.7, "core-s/million articles", "synthetic parts",
