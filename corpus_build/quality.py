@@ -579,8 +579,12 @@ _TOKEN_COUNTS: dict[str, int] = {}
 
 
 def _remember_token_count(text: str, n: int) -> None:
-    if len(_TOKEN_COUNTS) >= 16:
-        del _TOKEN_COUNTS[next(iter(_TOKEN_COUNTS))]
+    # a count is a function of its text, so threads racing here can only drop entries, never mix them up
+    try:
+        while len(_TOKEN_COUNTS) >= 16:
+            _TOKEN_COUNTS.pop(next(iter(_TOKEN_COUNTS)), None)
+    except (RuntimeError, StopIteration):  # changed by another thread while iterated
+        _TOKEN_COUNTS.clear()
     _TOKEN_COUNTS[text] = n
 
 

@@ -382,3 +382,21 @@ def test_profiles_share_the_per_text_passes_and_judge_as_without() -> None:
             row.append(apply_filters(b, fs))
         cold.append(row)
     assert shared == cold
+
+
+def test_shared_passes_give_the_same_verdicts_from_many_threads() -> None:
+    """The per-text caches are shared by threads (a caller may judge bodies from a thread pool): every
+    thread's verdicts equal the sequential ones."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bodies = [NEWS + f"\n\nParagraph number {i} adds a sentence about the council's vote. " * (1 + i % 3)
+              for i in range(40)] + ["Too short.", "lorem ipsum dolor sit amet " * 30]
+    filters = {p: build_filters({"profile": p}) for p in _q.PROFILE_NAMES}
+
+    def judge(body: str) -> list:
+        return [(r.keep, r.reason, r.detail, r.text) for r in (apply_filters(body, fs) for fs in filters.values())]
+
+    expected = [judge(b) for b in bodies]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            assert list(pool.map(judge, bodies * 2)) == expected * 2
