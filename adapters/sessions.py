@@ -3,7 +3,7 @@
 The TRL, SkyRL-gym and OpenEnv adapters (docs/training.md) all play the same way: a trainer (or a server)
 opens many short sessions, each one (event, forecast date) or one whole event, on pooled `ForecastEnv`s that
 share one `Searcher`, and every session ends as one recorded part of one run in `WS/runs/<run_id>/`, written
-through the run store (`forecast_env.eval.runs`), so `forecast-env report` reads a training run like any
+through the run store (`forecast_env.eval.runs.store`), so `forecast-env report` reads a training run like any
 other. This module owns that loop; the adapters only translate their library's calls into it.
 
 - `TrainingRun(workspace, engine=..., unit="date" | "event")`: the run (its record says `engine`, `unit` and
@@ -153,7 +153,7 @@ class TrainingRun:
                  label: str | None = None, run_id: str | None = None, env: Mapping[str, Any] | None = None,
                  event_ids: Sequence[str] | None = None, session: str | None = None) -> None:
         from forecast_env.envs.episodes import load_episodes
-        from forecast_env.eval import runs
+        from forecast_env.eval.runs import store as runs
         from forecast_env.store import Workspace
 
         if unit not in UNITS:
@@ -346,7 +346,7 @@ class UnitSession:
     # -- internals --------------------------------------------------------------------------------
 
     def _close(self, complete: bool, messages: Any, reason: str = "") -> UnitResult:
-        from forecast_env.eval.runs import Task
+        from forecast_env.eval.runs.store import Task
 
         with self._lock:
             if self.result is not None:

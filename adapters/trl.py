@@ -15,7 +15,7 @@ after the rollout it calls `get_reward()` for the environment's own reward. So `
   uniform fallback, if the model never forecast) and returns minus the Brier of its date (minus the mean
   Brier of an event's scored dates for whole-event rows); tool replies never carry a score.
 
-Rows come from the training export (`forecast_env.eval.export.prompt_rows`): one per (event, forecast date),
+Rows come from the training export (`forecast_env.eval.runs.export.prompt_rows`): one per (event, forecast date),
 with the chat prompt agents see, or (`unit="event"`) one per event, its first date's prompt. Every rollout is
 recorded as a part of one run (`engine: trl`, `session: per_date` or `episode`) that `forecast-env report`
 reads:
@@ -218,7 +218,7 @@ class ForecastTRL:
     def rows(self) -> list[dict[str, Any]]:
         """The training rows: the export's prompt per (event, forecast date) (`unit="event"`: each event's first
         date), with `event_id` and `step` columns for `reset`. The label stays out of the rows."""
-        from forecast_env.eval.export import prompt_rows
+        from forecast_env.eval.runs.export import prompt_rows
 
         wanted = set(self.run.event_ids)
         out, seen = [], set()

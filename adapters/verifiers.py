@@ -338,7 +338,7 @@ class ForecastVerifiersEnv(vf.Env[ForecastEnvConfig]):
     @property
     def run_dir(self) -> Path:
         """Where this environment's rollouts are recorded (`WS/runs/<run_id>`)."""
-        from forecast_env.eval.runs import Run
+        from forecast_env.eval.runs.store import Run
 
         cfg = self.taskset.config.task
         return Run(cfg.workspace, cfg.run_id).dir

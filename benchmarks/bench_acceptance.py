@@ -57,7 +57,7 @@ def build_world(root: Path, preset: str, seed: int, workers: int = 1) -> Path:
     """The workspace of sample world (preset, seed) under `root`, built once and reused."""
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
-    from forecast_env.envs.events import build_events
+    from forecast_env.envs.events.build import build_events
     from forecast_env.synth import synthesize
 
     world, ws = root / "world", root / "ws"
@@ -73,7 +73,7 @@ def build_world(root: Path, preset: str, seed: int, workers: int = 1) -> Path:
 
 def run_agents(ws: Path, split: str, workers: int, agents: list[str] = AGENTS, run_id: str = "acceptance") -> pl.DataFrame:
     """A fresh run of `agents` on `split` (an older run of that id is replaced: the code may have changed)."""
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     shutil.rmtree(ws / "runs" / run_id, ignore_errors=True)
     run_dir = run_benchmark(ws, agents, split=split, run_id=run_id, workers=workers, progress=False)
@@ -82,8 +82,8 @@ def run_agents(ws: Path, split: str, workers: int, agents: list[str] = AGENTS, r
 
 def figures(forecasts: pl.DataFrame) -> dict:
     """Mean Brier per agent and the paired differences, with event-clustered intervals."""
-    from forecast_env.eval.bootstrap import clustered_mean
-    from forecast_env.eval.metrics import paired_difference, scored
+    from forecast_env.eval.report.bootstrap import clustered_mean
+    from forecast_env.eval.report.metrics import paired_difference, scored
 
     out = {"n_events": forecasts["event_id"].n_unique()}
     f = scored(forecasts)

@@ -1,11 +1,11 @@
 """The whole build on a local multi-node Ray cluster over a real S3 server: 1 node against 3 nodes.
 
-The chain of tests/cluster/test_cluster_build.py at a size where work shows: a generated sample world
+The chain of tests/system/cluster/test_cluster_build.py at a size where work shows: a generated sample world
 (`--preset`, default `small`: 42 WARC files) served over HTTP in the Common Crawl layout, `corpus build
 --cc-news` (per-WARC parts on the nodes, then the merge's keys / pair / store tasks on the nodes),
 `index build` (months on the nodes) and `events build`, with the workspace on moto's S3 server (started
 here). Each worker node runs under bubblewrap with only its own scratch writable and none of the
-driver's folders visible (tests/cluster/_cluster.py). For each cluster shape (`--shapes`, `NxC`: N
+driver's folders visible (tests/system/cluster/_cluster.py). For each cluster shape (`--shapes`, `NxC`: N
 worker nodes of C CPUs each) it reports wall time per stage, the bytes moved to and from the bucket
 per kept article (every node task's own count from `FORECAST_ENV_TASK_LOG`, plus the driver's), and per
 task kind the peak resident memory of the task's process during the task. A one-process local build
@@ -99,10 +99,9 @@ def _task_table(records: list[dict]) -> dict[str, dict]:
 
 
 def run_shape(shape: str, world: Path, served: str, embed: list[str], tmp: Path, ref: dict[str, str]) -> dict:
-    from _cluster import DRIVER_ENV, LocalRayCluster
-
-    from forecast_env import wsio
     from forecast_env.retrieval.model_cache import cache_root
+    from forecast_env.workspace import remote as wsio
+    from tests.system.cluster._cluster import DRIVER_ENV, LocalRayCluster
 
     n, cpus = (int(x) for x in shape.lower().split("x"))
     os.environ.update(DRIVER_ENV)
@@ -143,9 +142,9 @@ def run_shape(shape: str, world: Path, served: str, embed: list[str], tmp: Path,
 def main() -> int:
     from bench_s3_workspace import Server
 
-    from forecast_env import wsio
     from forecast_env.synth import synthesize
     from forecast_env.synth.serve import WorldServer
+    from forecast_env.workspace import remote as wsio
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="small")
@@ -156,7 +155,7 @@ def main() -> int:
                     help="the index's embedder: the default model (what users run) or the static test one")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    from _cluster import bwrap_works
+    from tests.system.cluster._cluster import bwrap_works
 
     if not bwrap_works():
         raise SystemExit("bubblewrap (bwrap) cannot make a mount namespace here: the nodes' private disks need it")

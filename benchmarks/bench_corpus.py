@@ -27,7 +27,7 @@ def _world(size: str, out: Path) -> list[Path]:
     except ImportError:
         pass
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from _warc_data import Page, english_body, write_warc
+    from tests.support.warc_data import Page, english_body, write_warc
 
     n = int(size) if size.isdigit() else 2000
     files = []

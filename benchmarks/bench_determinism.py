@@ -119,9 +119,8 @@ def _store_config() -> dict[str, Any]:
 
 def _make_store(root: Path) -> None:
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from _retrieval_data import make_rows, write_store
-
     from forecast_env.corpus_build.index import build_index
+    from tests.support.retrieval_data import make_rows, write_store
 
     ws = write_store(root, make_rows(700, days=115, seed=11))
     build_index(ws.root, _store_config(), progress=False)

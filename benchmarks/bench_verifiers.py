@@ -27,7 +27,7 @@ def build_micro(root: Path) -> Path:
     """The micro sample world's workspace (corpus, index, events), as the test suite builds it."""
     from forecast_env.corpus_build.index import build_index
     from forecast_env.corpus_build.pipeline import build_corpus
-    from forecast_env.envs.events import build_events
+    from forecast_env.envs.events.build import build_events
     from forecast_env.synth import synthesize
 
     world, ws = root / "world", root / "ws"
@@ -39,7 +39,7 @@ def build_micro(root: Path) -> Path:
 
 
 def _script(task) -> list[dict]:
-    from chat_server import tool_call
+    from tests.support.chat_server import tool_call
 
     obs = json.loads(task.data.prompt.split("\n", 1)[1])
     n = len(obs["options"])
@@ -50,11 +50,11 @@ def _script(task) -> list[dict]:
 def bench_verifiers(ws: Path, n: int, concurrent: bool, run_id: str) -> tuple[float, list[float]]:
     """Wall seconds for `n` rollouts and each rollout's seconds."""
     import verifiers.v1 as vf
-    from chat_server import ChatServer, text
     from verifiers.v1.clients import EvalClientConfig, ModelContext
     from verifiers.v1.env import RunSlot
 
     from forecast_env.adapters.verifiers import load_environment
+    from tests.support.chat_server import ChatServer, text
 
     env = load_environment(ws, "eval", run_id=run_id)
     tasks = list(env.taskset)[:n]

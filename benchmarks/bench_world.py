@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--workspace", default=None, help="an existing workspace (skips building the world)")
     args = ap.parse_args(argv)
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
     from forecast_env.retrieval import Searcher
 
     root = Path(args.cache) / bench_acceptance.builder_hash()

@@ -168,7 +168,7 @@ class MonthOnNode:
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         """Run one month with its shard and index folder moved from the driver's root to this node's."""
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
 
         node_root = wsio.scratch_for(self.url)
         driver_root = Path(task["root"])
@@ -189,7 +189,7 @@ class MonthOnNode:
 
 def fetch_month(url: str, driver_root: str | Path, month: str) -> None:
     """Bring a month a node published into the driver's staged folder (every file its unit lists)."""
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     remote = wsio.RemoteWorkspace.at(url)
     unit = remote.markers_of([month_unit(month)]).get(month_unit(month))  # that month's marker only
@@ -231,7 +231,7 @@ def build_index(
     deterministic vectors: the dense side depends on the model only through the vectors).
     `engine` (default `execution.engine`): `local` embeds in this process, `ray` on Ray actors.
     """
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
         with wsio.staged(workspace, pull=("corpus/", "index/"), skip=("corpus/parts/",),
@@ -354,7 +354,7 @@ def _embed_months(todo: list[dict[str, Any]], embed_cfg: dict[str, Any], embedde
         remote_ws = _REMOTE_WS.get() if not in_process else None
         task_fn: Any = MonthOnNode(remote_ws[0]) if remote_ws else index_month
         if remote_ws:  # nodes publish months one by one: the index's own marker first (`wsio.pull_workspace`)
-            from forecast_env import wsio
+            from forecast_env.workspace import remote as wsio
 
             wsio.RemoteWorkspace.at(remote_ws[0]).unpublish("index")
         results = map_unordered(

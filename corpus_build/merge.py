@@ -838,7 +838,7 @@ class TaskOnNode:
 
     def __call__(self, task: Any) -> Any:
         """Fetch `task`'s inputs into this node's scratch, run it there, publish its outputs."""
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
 
         node = wsio.scratch_for(self.remote.url)
         inputs, outputs = task_files(task)
@@ -874,7 +874,7 @@ def _ensure_published(remote: RemoteMerge, paths: Sequence[str | Path]) -> None:
     """Publish those of the driver's files the nodes will read that no marker lists yet (parts are
     published as they finish and the staged folder was pulled from the bucket, so a listed file is
     the driver's; e.g. parts of a workspace first built locally and pushed without them)."""
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     rels = sorted({_rel(p, remote.root) for p in paths})
     bucket = wsio.RemoteWorkspace.at(remote.url)
@@ -894,7 +894,7 @@ def _fetch_outputs(remote: RemoteMerge, paths: Sequence[str | Path],
     copy changed since `before` (its (size, mtime_ns) before the tasks ran; default: before this fetch).
     A task that ran on the driver's own machine with the same scratch wrote the copy itself: `before`
     taken ahead of the tasks still sees that."""
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     local = [Path(p) for p in paths]
     was = list(before) if before is not None else [_stat(p) for p in local]
@@ -997,7 +997,7 @@ def find_duplicate_pairs(keys: Sequence[Path], dedup_cfg: dict[str, Any], work: 
     tasks = pair_tasks(keys, ranks_path, order, dedup_cfg, rows_per_task)
     task_workers = workers if engine == "ray" else 1
     if remote is not None:
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
 
         _ensure_published(remote, keys)
         wsio.RemoteWorkspace.at(remote.url).publish(Path(remote.root), relpaths=[_rel(ranks_path, remote.root)])
@@ -1045,7 +1045,7 @@ def _merge(ws: Workspace, parts: Sequence[PartFiles], cfg: dict[str, Any], engin
     shards: dict[str, dict] = {}
     differences: dict[str, dict[str, dict[str, int]]] = {}
     if remote is not None:
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
 
         _ensure_published(remote, [f for t in store_tasks for f in task_files(t)[0]])
         # the nodes publish month shards and dropped tables one by one: the corpus's own marker goes

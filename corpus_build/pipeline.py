@@ -575,7 +575,7 @@ class PartOnNode:
 
     def __call__(self, task: tuple) -> tuple[str, dict[str, Any]]:
         """Run one `_run_part_task` item with its parts folder moved to this node's scratch."""
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
 
         node_root = wsio.scratch_for(self.url)
         parts_dir = node_root / "corpus" / "parts"
@@ -592,7 +592,7 @@ class PartOnNode:
 
 def _fetch_part(url: str, driver_root: str, task: tuple, counters: dict[str, Any]) -> None:
     """Bring a part a node published (or its failure record) into the driver's staged folder."""
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     src, parts_dir, key = task[0], Path(task[1]), task[2]
     files = part_paths(parts_dir, _name_path(src), key)
@@ -775,8 +775,8 @@ def build_corpus(
     record's text in the dropped tables (`text_head`, for `corpus why`): a different part, the same
     snapshot id.
     """
-    from forecast_env import wsio
     from forecast_env.corpus_build.report import build_report, dropped_total, render_markdown
+    from forecast_env.workspace import remote as wsio
 
     if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
         with wsio.staged(workspace, pull=("corpus/",), publish=("corpus/",)) as local:

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from forecast_env.envs.descriptions import description_as_of
-from forecast_env.envs.event_tables import load_events
+from forecast_env.envs.events.descriptions import description_as_of
+from forecast_env.envs.events.tables import load_events
 from forecast_env.errors import EventsError
 from forecast_env.store import Workspace
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from forecast_env.config import load_config
 from forecast_env.envs.episodes import EventEpisode, load_episodes
-from forecast_env.envs.event_tables import load_events
-from forecast_env.envs.splits import Splits
+from forecast_env.envs.events.splits import Splits
+from forecast_env.envs.events.tables import load_events
 from forecast_env.errors import EventsError
 
 

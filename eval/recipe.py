@@ -399,7 +399,7 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
                                                 "max_backoff_seconds", "backoff_jitter")}}
 
     def fetch() -> tuple[dict[str, Any], bool]:
-        from forecast_env.envs.polymarket.client import PolymarketClient
+        from forecast_env.envs.events.polymarket.client import PolymarketClient
 
         with PolymarketClient(cache, recipe.events) as client:
             s = client.fetch_all(closed_since=_iso(pm["closed_since"]), closed_before=_iso(pm["closed_before"]),
@@ -450,7 +450,7 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
 
     # 4. events
     def events() -> tuple[dict[str, Any], bool]:
-        from forecast_env.envs.events import build_events
+        from forecast_env.envs.events.build import build_events
 
         s = build_events(cache, ws, config=recipe.events, progress=progress)
         return {"events_in": s["events_in"], "kept": s["kept"], "by_split": s["by_split"]}, True
@@ -465,7 +465,7 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     au = recipe.values["audit"]
 
     def audit() -> tuple[dict[str, Any], bool]:
-        from forecast_env.eval.audit import run_audit
+        from forecast_env.eval.audit.run import run_audit
 
         report = run_audit(ws, split=au["split"], checks=au["checks"] or None, settings=dict(au["settings"]) or None,
                            polymarket=cache, progress=progress)
@@ -479,7 +479,7 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
         return _outcome(r, ws, failed_items, verdict)
 
     # 6. the release (not written when the audit failed)
-    from forecast_env.eval.audit import FAIL
+    from forecast_env.eval.audit.run import FAIL
 
     rel = recipe.values["release"]
     out = Path(rel["out"]).expanduser()
@@ -494,7 +494,7 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
         return _outcome(r, ws, failed_items, verdict)
 
     def release() -> tuple[dict[str, Any], bool]:
-        from forecast_env.eval.release import write_release
+        from forecast_env.eval.runs.release import write_release
 
         path = write_release(ws, rel["split"], out, env_config=recipe.env, name=rel["name"] or recipe.name)
         data = json.loads(path.read_text())
@@ -514,7 +514,7 @@ def _snapshot(ws: Path) -> str | None:
 
 def _outcome(r: _Runner, ws: Path, failed_items: bool, verdict: str | None = None,
              release: str | None = None) -> BuildOutcome:
-    from forecast_env.eval.audit import FAIL
+    from forecast_env.eval.audit.run import FAIL
 
     status = EXIT_OK
     if verdict == FAIL:
@@ -558,7 +558,7 @@ EST_RECORDS_PER_GB = 35_000
 #: Kept articles per file: the paper's 20M over its 7,163 files (English, quality, dedup).
 KEPT_PER_FILE = PAPER_KEPT_ARTICLES / PAPER_FILES
 #: The benchmark commands the plan's rates come from, each verbatim as benchmarks/RESULTS.md prints it
-#: (a command printed over several lines: joined at its trailing backslashes). tests/cli/test_plan_rates.py
+#: (a command printed over several lines: joined at its trailing backslashes). tests/recipe/test_plan_rates.py
 #: checks that each appears there. When a benchmark is rerun with new figures, change the rate's `value`
 #: in PLAN_RATES and, if the command changed, its command here (and RESULTS.md prints the new one).
 STAGE_REAL_COMMAND = (

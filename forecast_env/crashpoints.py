@@ -1,4 +1,4 @@
-"""Named crash points: where the crash harness (tests/crash/) kills a long command with SIGKILL.
+"""Named crash points: where the crash harness (tests/system/crash/) kills a long command with SIGKILL.
 
 The stages call `crash_point("label")` at the moments a kill is most likely to leave something
 half done: inside an atomic write (its temporary file half written, or renamed but the folder not

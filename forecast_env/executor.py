@@ -179,7 +179,7 @@ def _map_ray(fn: Callable[[T], R], items: list[T], workers: int, setup: Callable
 def _storage_env() -> dict[str, str]:
     """The object-store variables of this process (`wsio.worker_env`), for Ray workers on other nodes."""
     try:
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
     except ImportError:
         return {}
     # a node's scratch is the node's own (its FORECAST_ENV_SCRATCH, else its cache): never the driver's path

@@ -39,7 +39,7 @@ from forecast_env.synth.world import (
     token_id,
 )
 
-#: The phrasing banks: "design" is what envs/exposure.py's cue list was written against; "held_out" is not.
+#: The phrasing banks: "design" is what envs/events/exposure.py's cue list was written against; "held_out" is not.
 WINNER_TEMPLATES = {
     "design": ["After {w}'s win in {subj}, {q}", "{Q}, now that {w} has won {subj}?",
                "Will {q_rest} after {w} won {subj}?"],

@@ -34,7 +34,7 @@ PRESETS: dict[str, Preset] = {
     "small": Preset("small", n_train=85, n_eval=90, plant_copies=2, articles_per_event=(60, 80),
                     n_distractors=6500, records_per_warc=500, max_days=45),
     # cross-question exposure plants (follow-ups naming open questions' answers, neutral mentions): the phrasings the
-    # build's cue list was designed on, and held-out ones to report it on (tests/envs/test_exposure.py)
+    # build's cue list was designed on, and held-out ones to report it on (tests/envs/events/test_exposure.py)
     "siblings": Preset("siblings", n_train=14, n_eval=14, plant_copies=0, articles_per_event=(8, 12),
                        n_distractors=100, records_per_warc=250, max_days=30, exposure_plants="design"),
     "siblings_heldout": Preset("siblings_heldout", n_train=14, n_eval=14, plant_copies=0, articles_per_event=(8, 12),

@@ -56,7 +56,7 @@ def micro_index(micro_corpus: Path) -> Path:
 @pytest.fixture(scope="session")
 def micro_events(micro_index: Path, micro_world: Path) -> Path:
     """The micro workspace with its events, beliefs and schedules."""
-    from forecast_env.envs.events import build_events
+    from forecast_env.envs.events.build import build_events
 
     build_events(micro_world / "polymarket", micro_index, progress=False)
     return micro_index

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="output folder for audit.md / audit.json (default: WS/audit)")
     p.add_argument("--audit-set", dest="audit_overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change one audit setting, e.g. --audit-set probes=500 or encoder=true "
-                        "(fields of forecast_env.eval.audit.AuditSettings)")
+                        "(fields of forecast_env.eval.audit.run.AuditSettings)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_common(p, ())  # reads no config section: its settings come through --audit-set
     p.set_defaults(func=audit_cmd)
@@ -45,7 +45,7 @@ def _overrides(items: list[str]) -> dict[str, str]:
 
 
 def audit_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.eval.audit import FAIL, run_audit
+    from forecast_env.eval.audit.run import FAIL, run_audit
 
     checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
     report = run_audit(args.workspace, split=args.split, checks=checks, settings=_overrides(args.audit_overrides),

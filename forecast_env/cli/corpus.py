@@ -70,9 +70,9 @@ def run_build(args: argparse.Namespace) -> int:
     if args.ray_address:
         cfg.setdefault("execution", {})["ray_address"] = args.ray_address
     engine = args.engine or (cfg.get("execution") or {}).get("engine", "local")
-    from forecast_env import wsio
     from forecast_env.corpus_build.source import resolve_sources
     from forecast_env.corpus_build.stream import FILES_FAILED_EXIT
+    from forecast_env.workspace import remote as wsio
 
     # frozen CC-NEWS listings live in corpus/sources/: for a URL workspace, in its scratch copy (published with corpus/)
     listing_ws = wsio.pulled_prefix(args.workspace, "corpus/sources/") if wsio.is_remote(args.workspace) else args.workspace

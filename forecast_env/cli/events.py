@@ -65,7 +65,7 @@ def print_summary(summary: Mapping[str, Any]) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from forecast_env.envs.events import build_events
+    from forecast_env.envs.events.build import build_events
 
     summary = build_events(args.polymarket, args.workspace, config=_config(args), progress=not args.no_progress)
     print_summary(summary)
@@ -73,7 +73,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from forecast_env.envs.events import import_questions
+    from forecast_env.envs.events.build import import_questions
 
     summary = import_questions(args.questions, args.workspace, config=_config(args), progress=not args.no_progress)
     print_summary(summary)

@@ -67,7 +67,7 @@ def add_fetch_command(events_subparsers: argparse._SubParsersAction) -> argparse
 
 def run_fetch(args: argparse.Namespace) -> int:
     """Handler of `events fetch`: run the download and print its summary."""
-    from forecast_env.envs.polymarket.client import PolymarketClient
+    from forecast_env.envs.events.polymarket.client import PolymarketClient
 
     cfg = section_config(args, "events")
     with PolymarketClient(args.cache, config=cfg) as client:

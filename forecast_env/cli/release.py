@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def release_cmd(args: argparse.Namespace) -> int:
     import json
 
-    from forecast_env.eval.release import write_release
+    from forecast_env.eval.runs.release import write_release
 
     path = write_release(args.workspace, args.split, args.out, env_config=section_config(args, "env"),
                          name=args.name)
@@ -40,7 +40,7 @@ def release_cmd(args: argparse.Namespace) -> int:
 
 
 def score_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.eval.release import score_run
+    from forecast_env.eval.runs.release import score_run
 
     paths = score_run(args.release, args.run, out=args.out, config=section_config(args, "benchmark"))
     print(f"the run matches the release; report: {paths['markdown']}")

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     bench = section_config(args, "benchmark")
     if args.ray_address:
@@ -72,8 +72,8 @@ def run_cmd(args: argparse.Namespace) -> int:
     if args.no_progress:  # the runner prints its summary table only with progress on
         import polars as pl
 
-        from forecast_env.eval.runner import format_summary
-        from forecast_env.eval.runs import read_record
+        from forecast_env.eval.runs.runner import format_summary
+        from forecast_env.eval.runs.store import read_record
 
         rec = read_record(run_dir)
         print(format_summary(pl.DataFrame(rec["summary"]), rec))
@@ -93,7 +93,7 @@ def _run_dir(args: argparse.Namespace) -> Path:
 
 
 def report_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.eval.report import build_report
+    from forecast_env.eval.report.render import build_report
 
     run_dir = _run_dir(args)
     if not run_dir.is_dir():
@@ -113,7 +113,7 @@ def report_cmd(args: argparse.Namespace) -> int:
 
 
 def export_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.eval.export import export
+    from forecast_env.eval.runs.export import export
 
     summary = export(args.workspace, args.split, args.out, run_id=args.run_id,
                      formats=[f for f in args.format.split(",") if f.strip()], include_text=not args.no_text,

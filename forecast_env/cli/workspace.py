@@ -1,4 +1,4 @@
-"""`forecast-env workspace pull|push|ls`: a workspace on object storage (forecast_env/wsio.py)."""
+"""`forecast-env workspace pull|push|ls`: a workspace on object storage (forecast_env/workspace/remote.py)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _remote(url: str) -> None:
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     if not wsio.is_remote(url):
         raise WorkspaceError(f"{url}: not a workspace URL; give one such as s3://bucket/ws")
 
 
 def run_pull(args: argparse.Namespace) -> int:
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     _remote(args.url)
     t0 = time.perf_counter()
@@ -52,7 +52,7 @@ def run_pull(args: argparse.Namespace) -> int:
 
 
 def run_push(args: argparse.Namespace) -> int:
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     _remote(args.url)
     units = wsio.push_workspace(args.src, args.url)
@@ -61,7 +61,7 @@ def run_push(args: argparse.Namespace) -> int:
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    from forecast_env import wsio
+    from forecast_env.workspace import remote as wsio
 
     _remote(args.url)
     units = wsio.RemoteWorkspace.at(args.url).published(refresh=True)

@@ -228,7 +228,7 @@ class Searcher:
         `hide`: the article flags whose articles are hidden (None or True: every flag of HIDE_FLAGS, the
         default; False: none; or the names). Environments pass the set their env config selects.
         """
-        from forecast_env import wsio
+        from forecast_env.workspace import remote as wsio
 
         # an object-store workspace is searched from its pulled local copy (shards are memory-mapped)
         root = Path(wsio.local_for_reading(workspace)).expanduser().resolve()

@@ -19,8 +19,9 @@ from typing import Any
 
 import polars as pl
 import pytest
-from _leaks import SCORE_KEYS, nested_keys
 from mcp import Client, StdioServerParameters, stdio_client
+
+from tests.support.leaks import SCORE_KEYS, nested_keys
 
 TOOLS = {"observe", "search", "open_article", "notebook_add", "notebook_supersede", "forecast"}
 
@@ -101,7 +102,7 @@ def test_stdio_whole_episode_recorded_as_harness_run(micro_events: Path) -> None
     assert forecasts["agent"].unique().to_list() == ["harness"]
     assert forecasts.height == steps and forecasts["brier"].null_count() == 0
     # the recorded run reports like any other run
-    from forecast_env.eval.report import build_report
+    from forecast_env.eval.report.render import build_report
 
     build_report(run_dir)
     assert (run_dir / "report.md").exists()

@@ -14,13 +14,13 @@ from pathlib import Path
 import httpx
 import polars as pl
 import pytest
-from _leaks import SCORE_KEYS, nested_keys
 from websockets.sync.client import connect as ws_connect
 
 from forecast_env import scoring
 from forecast_env.adapters.openenv import ForecastAction, ForecastEnvClient, serve
 from forecast_env.cli.main import main
-from forecast_env.envs.events import load_events
+from forecast_env.envs.events.build import load_events
+from tests.support.leaks import SCORE_KEYS, nested_keys
 
 
 def _label(ws: Path, event_id: str) -> str:

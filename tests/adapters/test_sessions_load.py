@@ -1,4 +1,4 @@
-"""Many sessions per server under load, faults and bad input (adapters/harness.py), small counts: the
+"""Many sessions per server under load, faults and bad input (tests/support/harness.py), small counts: the
 verifiers rollout service and the OpenEnv server. benchmarks/bench_sessions.py runs the same harness big."""
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect as ws_connect
 
-from forecast_env.adapters.harness import (
+from forecast_env.adapters.rollout_service import EnvironmentService, RolloutRun
+from forecast_env.envs.episodes import load_episodes
+from forecast_env.errors import RunError
+from forecast_env.eval.runs.store import Task, part_path
+from tests.support.harness import (
     OpenEnvDriver,
     RolloutServiceDriver,
     ScriptedPlayer,
@@ -24,10 +28,6 @@ from forecast_env.adapters.harness import (
     play,
     recorded_episode,
 )
-from forecast_env.adapters.rollout_service import EnvironmentService, RolloutRun
-from forecast_env.envs.episodes import load_episodes
-from forecast_env.errors import RunError
-from forecast_env.eval.runs import Task, part_path
 
 
 class FakeClock:
@@ -360,7 +360,7 @@ def test_openenv_idle_timeout_none_never_reaps(micro_events: Path) -> None:
 
 
 def test_mcp_refuses_further_clients_while_the_first_plays_on_unharmed(micro_events: Path) -> None:
-    from forecast_env.adapters.harness import check_mcp_one_client
+    from tests.support.harness import check_mcp_one_client
 
     event_id = load_episodes(micro_events, "eval", None)[0].event_id
     out = check_mcp_one_client(micro_events, event_id, seed=3, intruders=3)

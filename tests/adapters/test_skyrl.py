@@ -12,10 +12,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _leaks import SCORE_KEYS, nested_keys
 
 from forecast_env import scoring
-from forecast_env.envs.events import load_events
+from forecast_env.envs.events.build import load_events
+from tests.support.leaks import SCORE_KEYS, nested_keys
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="the skyrl extra is not installed "
                                                     "(pip install -c constraints.txt -e '.[skyrl]')")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _leaks import SCORE_KEYS, nested_keys
 
 from forecast_env import scoring
-from forecast_env.envs.events import load_events
+from forecast_env.envs.events.build import load_events
+from tests.support.leaks import SCORE_KEYS, nested_keys
 
 trl = pytest.importorskip("trl", reason="the trl extra is not installed (pip install -c constraints.txt -e '.[trl]')")
 
@@ -195,7 +195,7 @@ def test_grpo_trainer_trains_on_the_environments_rewards(micro_events: Path, tmp
     from trl import GRPOConfig, GRPOTrainer
 
     from forecast_env.agents import make_agent
-    from forecast_env.eval.report import build_report
+    from forecast_env.eval.report.render import build_report
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     threads = torch.get_num_threads()

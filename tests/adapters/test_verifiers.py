@@ -16,13 +16,13 @@ from typing import Any
 
 import polars as pl
 import pytest
-from _leaks import SCORE_KEYS, nested_keys
-from chat_server import ChatServer, Status, text, tool_call, tool_calls
 
 from forecast_env import scoring
 from forecast_env.adapters.rollout_service import RolloutRun, close_services, service_for, task_rows
 from forecast_env.cli.main import main
 from forecast_env.errors import ForecastEnvError
+from tests.support.chat_server import ChatServer, Status, text, tool_call, tool_calls
+from tests.support.leaks import SCORE_KEYS, nested_keys
 
 try:
     import verifiers.v1 as vf
@@ -34,7 +34,7 @@ needs_verifiers = pytest.mark.skipif(vf is None, reason="the verifiers extra is 
 
 
 def _label(ws: Path, event_id: str) -> str:
-    from forecast_env.envs.events import load_events
+    from forecast_env.envs.events.build import load_events
 
     ev = load_events(ws).events.filter(pl.col("event_id") == event_id)
     return ev["label"][0]

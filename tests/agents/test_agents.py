@@ -306,7 +306,7 @@ def test_retrieval_agent_respects_small_budget():
 @pytest.fixture(scope="module")
 def hand_ws(tmp_path_factory):
     """The environment tests' hand-made workspace (real index, hand-written articles and events)."""
-    from _env_data import build_workspace
+    from tests.support.env_data import build_workspace
 
     return build_workspace(tmp_path_factory.mktemp("agents_hand_ws"))
 

@@ -94,7 +94,7 @@ def test_cli_refuses_a_bad_agent_in_one_line(agents_module: str, micro_events: P
 @pytest.mark.slow
 def test_custom_agents_run_and_are_scored(agents_module: str, micro_events: Path) -> None:
     from forecast_env.envs import ForecastEnv
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     events = ForecastEnv(micro_events, split="eval").event_ids[:2]
     sync, asyn = f"{agents_module}:FirstOption", f"{agents_module}:AsyncUniform"

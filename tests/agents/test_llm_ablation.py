@@ -7,10 +7,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from chat_server import ChatServer, text
-from test_llm_agent import INFO, agent_for, obs
 
-from forecast_env.eval.report import knowledge_cutoff_warning
+from forecast_env.eval.report.render import knowledge_cutoff_warning
+from tests.agents.test_llm_agent import INFO, agent_for, obs
+from tests.support.chat_server import ChatServer, text
 
 
 def test_no_tools_ablation_sends_no_tools_and_asks_for_an_answer() -> None:

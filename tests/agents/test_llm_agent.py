@@ -6,7 +6,6 @@ import asyncio
 import json
 
 import pytest
-from chat_server import ChatServer, Status, forecasting_policy, last_user_or_tool, text, tool_call, tool_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,15 @@ from forecast_env.agents.llm import LLMAgent, system_prompt
 from forecast_env.agents.parse import match_label, parse_arguments, parse_forecast
 from forecast_env.agents.registry import make_agent
 from forecast_env.errors import ConfigError, EndpointError
+from tests.support.chat_server import (
+    ChatServer,
+    Status,
+    forecasting_policy,
+    last_user_or_tool,
+    text,
+    tool_call,
+    tool_calls,
+)
 
 YN = ["Yes", "No"]
 MULTI = ["Real Madrid", "Real Betis", "Barcelona"]
@@ -373,7 +381,7 @@ def test_every_forecast_date_is_a_fresh_session():
 @pytest.fixture(scope="module")
 def hand_ws(tmp_path_factory):
     """The environment tests' hand-made workspace (real index, hand-written articles and events)."""
-    from _env_data import build_workspace
+    from tests.support.env_data import build_workspace
 
     return build_workspace(tmp_path_factory.mktemp("llm_hand_ws"))
 

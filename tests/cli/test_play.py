@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from _env_data import build_workspace
 
 from forecast_env.cli.main import main
 from forecast_env.cli.play import parse_command
+from tests.support.env_data import build_workspace
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ import sys
 
 from forecast_env import config, enums, executor
 from forecast_env.envs import tools
-from forecast_env.eval import modes, runs
+from forecast_env.eval.report import modes
+from forecast_env.eval.runs import store as runs
 from forecast_env.retrieval import searcher
 
 

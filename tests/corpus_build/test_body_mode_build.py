@@ -6,13 +6,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _warc_data import Page, english_body, write_warc
 
 from forecast_env.config import load_config
 from forecast_env.corpus_build.extract import extract_page
 from forecast_env.corpus_build.pipeline import build_corpus, per_file_config_hash, snapshot_config_hash
 from forecast_env.corpus_build.quality import apply_filters, build_filters
 from forecast_env.errors import ConfigError, CorpusError
+from tests.support.warc_data import Page, english_body, write_warc
 
 URL = "https://news.example.com/port-strike"
 

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from _warc_data import Page, english_body, write_warc
 
 from forecast_env.cli.main import main as cli_main
 from forecast_env.config import load_config
 from forecast_env.corpus_build.pipeline import build_corpus
 from forecast_env.corpus_build.why import NEVER_SEEN_EXIT, explain_url, render_why
+from tests.support.warc_data import Page, english_body, write_warc
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_keep_dropped_text_stores_and_shows_the_head(why_ws: Path, keep_text_ws:
 def test_what_the_other_profile_decides(tmp_path: Path) -> None:
     """A paper build: `why` says, per record that reached the quality stage, whether news would keep it
     (read from the part, which holds both profiles' verdicts)."""
-    from test_quality_profiles import SCORES
+    from tests.corpus_build.test_quality_profiles import SCORES
 
     warc = write_warc(tmp_path / "w.warc.gz", [
         Page("https://news.example.com/scores", title="Premier League results and table", body=SCORES,

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from _retrieval_data import write_store
 
 from forecast_env.cli.main import main
 from forecast_env.config import load_config
@@ -20,6 +19,7 @@ from forecast_env.corpus_build.embed import article_texts, embed_articles
 from forecast_env.errors import ConfigError
 from forecast_env.retrieval import Searcher
 from forecast_env.retrieval.dense import Embedder, resolve_model
+from tests.support.retrieval_data import write_store
 
 TOPICS = {
     "storm": "Hurricane makes landfall, flooding coastal towns; residents evacuate as the storm surge rises.",

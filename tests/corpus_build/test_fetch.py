@@ -5,11 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 
-from _stream_data import served_config
-
 from forecast_env.corpus_build.fetch import fetch_files, read_manifest, verify_mirror
 from forecast_env.corpus_build.source import SourceSpec, resolve_sources
 from forecast_env.synth.serve import Fault
+from tests.support.stream_data import served_config
 
 
 def _args(server, out) -> list[str]:

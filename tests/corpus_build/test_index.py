@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _retrieval_data import make_rows, write_store
 
 from forecast_env.config import load_config
 from forecast_env.corpus_build.index import build_index
@@ -21,6 +20,7 @@ from forecast_env.retrieval import Searcher
 from forecast_env.retrieval.ann import ann_plan
 from forecast_env.retrieval.dense import normalize
 from forecast_env.retrieval.layout import IndexLayout
+from tests.support.retrieval_data import make_rows, write_store
 
 START = date(2025, 3, 1)
 

@@ -5,7 +5,6 @@ pages with too little sample text and builds with the gate off go through the bo
 from __future__ import annotations
 
 import pytest
-from _warc_data import Page, english_body, write_warc
 
 from forecast_env.config import load_config
 from forecast_env.corpus_build import body as body_mod
@@ -13,6 +12,7 @@ from forecast_env.corpus_build.extract import _parse, extract_page
 from forecast_env.corpus_build.langid import GATE_MIN_CHARS, LanguageGate, LanguageIdentifier, page_sample
 from forecast_env.corpus_build.pipeline import process_warc
 from forecast_env.errors import CorpusError
+from tests.support.warc_data import Page, english_body, write_warc
 
 # self-written German news text (a council budget story), three paragraphs
 GERMAN = "\n\n".join([

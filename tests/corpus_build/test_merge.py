@@ -13,7 +13,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _warc_data import english_body
 
 from forecast_env import schema
 from forecast_env.config import load_config
@@ -21,6 +20,7 @@ from forecast_env.corpus_build import merge
 from forecast_env.corpus_build.merge import PartFiles, compute_keys, keys_path, merge_in_memory, merge_parts
 from forecast_env.corpus_build.report import build_report
 from forecast_env.store import Workspace
+from tests.support.warc_data import english_body
 
 CFG = load_config("corpus")
 

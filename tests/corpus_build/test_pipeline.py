@@ -11,10 +11,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from _warc_data import Page, english_body, write_warc
 
 from forecast_env import schema
 from forecast_env.corpus_build.pipeline import build_corpus, process_warc
+from tests.support.warc_data import Page, english_body, write_warc
 
 FRENCH = ("Le conseil municipal a approuvé hier soir le nouveau budget de la ville après un long débat. "
           "Les habitants du quartier attendent depuis des mois la rénovation de la place centrale. "

@@ -150,9 +150,8 @@ def test_ports_match_datatrove_token_treatment() -> None:
 
 
 def test_funnel_counts_the_other_profile(tmp_path) -> None:
-    from _warc_data import Page, english_body, write_warc
-
     from forecast_env.corpus_build.pipeline import build_corpus
+    from tests.support.warc_data import Page, english_body, write_warc
 
     warc = write_warc(tmp_path / "w.warc.gz", [
         Page("https://news.example.com/scores", title="Premier League results and table",
@@ -187,9 +186,8 @@ def test_switching_profile_reextracts_no_warc_and_builds_what_a_fresh_build_does
     and its store, id and funnel equal a fresh build's with that profile."""
     import shutil
 
-    from _warc_data import Page, english_body, write_warc
-
     from forecast_env.corpus_build.pipeline import build_corpus
+    from tests.support.warc_data import Page, english_body, write_warc
 
     warc = write_warc(tmp_path / "w.warc.gz", [
         Page("https://news.example.com/scores", title="Premier League results and table",
@@ -230,10 +228,9 @@ def test_switching_profile_reextracts_no_warc_and_builds_what_a_fresh_build_does
 
 
 def test_part_rows_carry_the_profiles_they_hold_for(tmp_path) -> None:
-    from _warc_data import Page, english_body, write_warc
-
     from forecast_env.corpus_build.merge import profile_view
     from forecast_env.corpus_build.pipeline import process_warc
+    from tests.support.warc_data import Page, english_body, write_warc
 
     warc = write_warc(tmp_path / "w.warc.gz", [
         Page("https://news.example.com/scores", title="Premier League results and table",

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from _stream_data import served_config, store_digest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from forecast_env.corpus_build.source import (
     spread_order,
 )
 from forecast_env.errors import CorpusError
+from tests.support.stream_data import served_config, store_digest
 
 
 def _listing(paths: list[str]) -> bytes:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _stream_data import FakeClock, served_config, store_digest
 
 from forecast_env.corpus_build.pipeline import build_corpus
 from forecast_env.corpus_build.source import SourceSpec, resolve_sources
@@ -30,6 +29,7 @@ from forecast_env.corpus_build.stream import (
 )
 from forecast_env.corpus_build.warc import gzip_fault
 from forecast_env.synth.serve import Fault
+from tests.support.stream_data import FakeClock, served_config, store_digest
 
 
 def _files(server) -> list[tuple[str, Path]]:

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from _warc_data import Page, english_body, write_warc
 
 from forecast_env.corpus_build.warc import ReadDrop, WarcPage, WarcReader, classify_content, decode_payload
+from tests.support.warc_data import Page, english_body, write_warc
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 

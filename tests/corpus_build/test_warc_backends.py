@@ -7,11 +7,11 @@ import io
 from pathlib import Path
 
 import pytest
-from _warc_data import Page, english_body, write_warc
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from forecast_env.corpus_build.warc import BACKENDS, WarcReader
+from tests.support.warc_data import Page, english_body, write_warc
 
 
 def _read_all(path: Path, backend: str, cap: int = 5_000_000) -> tuple[list, WarcReader]:

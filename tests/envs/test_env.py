@@ -11,10 +11,10 @@ from pathlib import Path
 import gymnasium
 import pyarrow as pa
 import pytest
-from _env_data import FUTURE_WORD, PRICE_DIGITS, build_workspace
 
 from forecast_env import schema
 from forecast_env.store import conform
+from tests.support.env_data import FUTURE_WORD, PRICE_DIGITS, build_workspace
 
 
 @pytest.fixture(scope="module")

@@ -154,8 +154,8 @@ def test_showing_market_quotes_is_an_ablation_recorded_on_every_row(ws, store, l
 
 
 def test_an_ablation_run_is_recorded_labelled_and_not_pooled(ws: Path):
-    from forecast_env.eval.report import build_report
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.report.render import build_report
+    from forecast_env.eval.runs.runner import run_benchmark
 
     events = sorted(pl.read_parquet(Path(ws) / "events" / "events.parquet").filter(
         pl.col("split") == "eval")["event_id"].to_list())[:2]

@@ -9,13 +9,13 @@ from pathlib import Path
 import gymnasium
 import pyarrow as pa
 import pytest
-from _env_data import CUTS, END_DAYS, FUTURE_WORD, PRICE_DIGITS, T_ALL, build_workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forecast_env.agents.base import run_episode
 from forecast_env.agents.registry import make_agent
-from forecast_env.envs.schedule import forecast_grid
+from forecast_env.envs.events.schedule import forecast_grid
+from tests.support.env_data import CUTS, END_DAYS, FUTURE_WORD, PRICE_DIGITS, T_ALL, build_workspace
 
 END = "2026-03-22"  # a short calendar around the hand-made events (the eval window runs to May 31)
 
@@ -306,7 +306,7 @@ def test_runner_world_mode_rows_resume_and_cli(ws, tmp_path, capsys):
     import polars as pl
 
     from forecast_env.cli.main import main
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     run_dir = run_benchmark(ws, ["uniform", "base_rate"], split="eval", workers=1, run_id="w1", progress=False,
                             mode="world", world_end=END)
@@ -321,7 +321,7 @@ def test_runner_world_mode_rows_resume_and_cli(ws, tmp_path, capsys):
     assert days.height == 2 * 22 and set(days["agent"]) == {"uniform", "base_rate"}
     questions = pl.read_parquet(run_dir / "world_questions.parquet")
     assert questions.filter(pl.col("event_id") == "pm-4")["eligible_days"].to_list() == [9, 9]
-    from forecast_env.eval.report import build_report
+    from forecast_env.eval.report.render import build_report
 
     paths = build_report(run_dir, plots=False)
     world = {r["agent"]: r for r in json.loads(Path(paths["json"]).read_text())["world"]}
@@ -366,7 +366,7 @@ def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_event
     question; its world-mode interval runs in `make bench` (benchmarks/bench_world.py)."""
     import polars as pl
 
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     # the episode side is the acceptance gate's own run (a session fixture: played once for both checks)
     tables = {"episode": gate_episode_forecasts.filter(~pl.col("missing"))}
@@ -403,7 +403,7 @@ def test_fuzzed_actions_never_raise_nor_fail_inside(ws, searcher):
     import math
     import random
 
-    from test_env import _fuzz_action, _garbage
+    from tests.envs.test_env import _fuzz_action, _garbage
 
     rng = random.Random(7)
     env = make(ws, searcher, end="2026-03-18", world_calls_per_question=1)

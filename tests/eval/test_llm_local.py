@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.llm_local,
 
 def test_real_model_plays_an_episode(micro_events: Path) -> None:
     from forecast_env.envs import ForecastEnv
-    from forecast_env.eval.runner import run_benchmark
+    from forecast_env.eval.runs.runner import run_benchmark
 
     event = ForecastEnv(micro_events, split="eval").event_ids[:1]
     run = run_benchmark(micro_events, ["llm"], split="eval", workers=1, progress=False, event_ids=event,

@@ -5,8 +5,8 @@
 
 1. The Markdown goldens of hand-made runs (tests/golden/report.md, report_modes.md) and the `dojo`
    dry-run plan shown in README.md and docs/recipes.md: their tests rerun with UPDATE_GOLDEN=1, which
-   rewrites them (tests/eval/test_report.py, tests/eval/test_report_modes.py,
-   tests/cli/test_plan_rates.py). They do not depend on the corpus build, so a change of the quality
+   rewrites them (tests/eval/report/test_report.py, tests/eval/report/test_report_modes.py,
+   tests/recipe/test_plan_rates.py). They do not depend on the corpus build, so a change of the quality
    profile or its thresholds leaves the report goldens as they are; the plan moves with PLAN_RATES.
 2. The README's demo results table (and its count of eval events): `forecast-env demo` in a fresh
    workspace (default `demo_ws`, removed first; about a minute idle on 2 cores), then the table is
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN_TESTS = ["tests/eval/test_report.py", "tests/eval/test_report_modes.py", "tests/cli/test_plan_rates.py"]
+GOLDEN_TESTS = ["tests/eval/report/test_report.py", "tests/eval/report/test_report_modes.py", "tests/recipe/test_plan_rates.py"]
 #: the README's demo table: its rows, in the README's order
 DEMO_AGENTS = ("uniform", "base_rate", "retrieval", "retrieval-deep", "retrieval-skim", "market")
 TABLE_HEAD = "| agent | Brier [95% CI] | accuracy | log vs market (day mean) |\n|---|---|---|---|\n"

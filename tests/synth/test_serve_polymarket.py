@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from forecast_env.envs.polymarket.cache import PolymarketCache
-from forecast_env.envs.polymarket.client import PolymarketClient
+from forecast_env.envs.events.polymarket.cache import PolymarketCache
+from forecast_env.envs.events.polymarket.client import PolymarketClient
 from forecast_env.synth import serve_polymarket as sp
 from forecast_env.timeparse import parse_api_time
 
@@ -153,7 +153,7 @@ def test_truncated_body_is_retried_and_offset_cap_truncates(served: tuple[Path, 
 def test_closed_before_bounds_the_listing_server_and_client_side(served: tuple[Path, str], tmp_path: Path) -> None:
     from datetime import UTC, date, datetime
 
-    from forecast_env.envs.polymarket.responses import event_close
+    from forecast_env.envs.events.polymarket.responses import event_close
 
     world, base = served
     before = date(2026, 1, 1)

@@ -1,0 +1,1 @@
+"""The events build: from Polymarket responses or a questions file to WS/events (docs/design.md §4)."""

@@ -1,0 +1,1 @@
+"""The workspace on object storage: remote units, markers, staging (remote.py)."""

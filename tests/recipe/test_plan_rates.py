@@ -1,0 +1,152 @@
+"""The dry-run plan's rates and the quality-profile switch (issue 30 items 1 and 4): every rate comes
+with the benchmark command that RESULTS.md prints for it; the stage lines add up to the total; the plan
+says what switching the default `news` profile to `paper` would drop, from a build's parts when there
+is one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from forecast_env.config import load_config
+from forecast_env.corpus_build.pipeline import build_corpus
+from forecast_env.corpus_build.rates import MERGE_SECONDS_PER_MILLION
+from forecast_env.eval.recipe import PLAN_RATES, load_recipe, plan_recipe, render_plan
+from tests.support.warc_data import Page, english_body, write_warc
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "RESULTS.md"
+
+#: a results round-up (tests/corpus_build/test_quality_profiles.py's): paper drops it (gopher_alpha_words: its tokens are mostly numbers and
+#: punctuation), news keeps it
+SCORES = "\n\n".join([
+    "Premier League results, Saturday 12 April 2025.",
+    "Arsenal 3-1 Brentford (Saka 12', 58'; Havertz 77' — Wissa 40'). Attendance: 60,254.",
+    "Chelsea 0-0 Everton. Shots 14-6, on target 4-1, possession 68%-32%.",
+    "Liverpool 2-1 West Ham (Salah 18', 90+3' pen.; Bowen 55'). Liverpool lead by 11 points with 6 games left.",
+    "Manchester City 5-2 Crystal Palace (Haaland 9', 33', 71'; De Bruyne 45+1'; Foden 88' — Eze 21', Mateta 64').",
+    "Table: 1. Liverpool 76 pts (31 games), 2. Arsenal 65 (31), 3. Nottingham Forest 57 (31), "
+    "4. Manchester City 55 (32), 5. Newcastle 53 (30), 6. Chelsea 53 (32).",
+    "Top scorers: Salah 27, Haaland 21, Isak 20, Wood 18, Mbeumo 16, Palmer 14.",
+    "Odds for the title have moved to 1/50 for Liverpool and 33/1 for Arsenal after the results.",
+    "The next round is on 19-20 April; Arsenal host Ipswich at 15:00 BST and Liverpool visit Leicester at 16:30.",
+])
+
+
+def _results_text() -> str:
+    """RESULTS.md with commands printed over several lines joined at their trailing backslashes."""
+    return re.sub(r"\s*\\\n\s*", " ", RESULTS.read_text())
+
+
+def test_every_plan_rate_cites_a_command_printed_in_results() -> None:
+    text = _results_text()
+    for key, rate in PLAN_RATES.items():
+        assert rate.command in text, f"PLAN_RATES[{key!r}]: its command is not in benchmarks/RESULTS.md"
+        assert f"benchmarks/{rate.script()}" in rate.command and rate.value > 0, key
+        assert rate.section.split(" / ")[-1] in text, (key, rate.section)
+    # the merge's rate is the model corpus_build.rates uses, not a copy that could drift
+    assert PLAN_RATES["merge"].value == pytest.approx(sum(MERGE_SECONDS_PER_MILLION.values()))
+
+
+def test_dojo_plan_lines_add_up_and_each_costly_stage_names_its_command(tmp_path: Path) -> None:
+    plan = plan_recipe(load_recipe("dojo"), tmp_path / "ws", offline=True)
+    text = render_plan(plan)
+    rows = [ln.split() for ln in text.splitlines() if ln.startswith("  ") and ln.split()[0] in
+            {s["stage"] for s in plan.stages} and len(ln.split()) > 1 and re.fullmatch(r"[\d.]+", ln.split()[1])]
+    assert [r[0] for r in rows] == [s["stage"] for s in plan.stages]
+    shown = sum(float(r[1]) for r in rows)
+    total = float(re.search(r"total: ([\d,]+) core-hours", text).group(1).replace(",", ""))
+    assert abs(shown - total) <= 0.05 * len(rows) + 0.5  # each line rounded to 0.1, the total to 1
+    assert plan.core_hours == pytest.approx(sum(s["core_hours"] for s in plan.stages))
+    assert round(plan.core_hours) == total
+    listed = {ln.split("]")[0].strip(" ["): ln for ln in text.splitlines() if re.match(r"  \[\d+\] ", ln)}
+    for stage in plan.stages:
+        if stage["core_hours"] > 0.01 * plan.core_hours:
+            assert stage["rates"], f"{stage['stage']}: a costly stage with no measured rate"
+        for key in stage["rates"]:
+            n = str(list(PLAN_RATES).index(key) + 1)
+            assert f"{PLAN_RATES[key].script()} [" in stage["basis"] and n in stage["basis"], (stage, key)
+            assert listed[n].endswith(PLAN_RATES[key].command)  # the plan prints the command itself
+    d = plan.to_dict()
+    assert d["core_hours"] == plan.core_hours and set(d["rates"]) == set(plan.rates)
+    # the default profile is news: the kept count is the paper's rate scaled by the measured keep shares
+    corpus = next(s for s in plan.stages if s["stage"] == "corpus")
+    assert {"keep.news", "keep.paper"} <= set(corpus["rates"])
+    paper = plan_recipe(load_recipe("dojo", ["corpus.quality.profile=paper"]), tmp_path / "ws", offline=True)
+    index = {p: next(s["core_hours"] for s in pl_.stages if s["stage"] == "index") for p, pl_ in
+             (("news", plan), ("paper", paper))}
+    ratio = PLAN_RATES["keep.news"].value / PLAN_RATES["keep.paper"].value
+    assert index["news"] == pytest.approx(index["paper"] * ratio)
+
+
+def test_no_build_the_plan_gives_the_expected_share(tmp_path: Path) -> None:
+    plan = plan_recipe(load_recipe("small"), tmp_path / "ws", offline=True)
+    assert plan.profile["active"] == "news" and plan.profile["from"] == "expected"
+    assert plan.profile["share"] == pytest.approx(1 - PLAN_RATES["keep.paper"].value / PLAN_RATES["keep.news"].value)
+    line = next(ln for ln in render_plan(plan).splitlines() if "quality profile" in ln)
+    assert "news (the default)" in line and "--set quality.profile=paper" in line and "no build" in line
+    assert f"{100 * plan.profile['share']:.1f}%" in line and "bench_quality_profiles.py [7, 8]" in line
+    same = plan_recipe(load_recipe("small", ["corpus.quality.profile=paper"]), tmp_path / "ws", offline=True)
+    assert same.profile["from"] == "same profile" and "keep.paper" not in same.rates
+
+
+def test_a_build_the_plan_counts_from_the_parts(tmp_path: Path) -> None:
+    warc = write_warc(tmp_path / "w.warc.gz", [
+        Page("https://news.example.com/scores", title="Premier League results and table", body=SCORES,
+             published="2025-04-12T20:00:00Z"),
+        Page("https://news.example.com/plain", title="Council approves the budget plan", body=english_body(77),
+             published="2025-04-12T09:00:00Z"),
+        Page("https://news.example.com/short", title="Short", body="The council met on Tuesday evening.",
+             published="2025-04-12T20:00:00Z"),
+    ])
+    ws = tmp_path / "ws"
+    build_corpus([warc], ws, workers=1, progress=False)  # the default: news
+    plan = plan_recipe(load_recipe("small"), ws, offline=True)
+    assert plan.profile == {"active": "news", "to": "paper", "from": "parts", "built_with": "news",
+                            "workspace": str(ws), "kept": 2, "drops": 1, "by_reason": {"gopher_alpha_words": 1},
+                            "share": 0.5}
+    line = next(ln for ln in render_plan(plan).splitlines() if "quality profile" in ln)
+    assert "1 of the 2 kept articles (50.0%)" in line and "gopher_alpha_words 1" in line
+    # a paper build in the same workspace (the merge only): the store is paper's, so the plan counts
+    # news's quality passes that paper drops, from the parts alone
+    build_corpus([warc], ws, config=load_config("corpus", overrides=["quality.profile=paper"]), workers=1,
+                 progress=False)
+    again = plan_recipe(load_recipe("small"), ws, offline=True).profile
+    assert (again["from"], again["built_with"], again["drops"], again["by_reason"]) == (
+        "parts, quality stage", "paper", 1, {"gopher_alpha_words": 1})
+
+
+REPO = RESULTS.parents[1]
+PLAN_START = "```\n$ forecast-env build --recipe dojo --workspace ws --dry-run --offline\n"
+MONTHS_ELIDED = "  ...             (one line per month, 2025-03 .. 2026-05)"
+RATES_ELIDED = "  ...             (one line per cited rate: its value, what it was measured on, its benchmark command)"
+
+
+def _plan_block(plan_text: str, short: bool) -> str:
+    """The plan as a doc shows it: whole (docs/recipes.md), or without the months and commands (README)."""
+    lines = plan_text.splitlines()
+    if short:
+        head = lines[:3] + [MONTHS_ELIDED]
+        rest = [ln for ln in lines[3:] if not re.match(r"  20\d\d-\d\d ", ln) and not re.match(r"  \[\d+\] ", ln)]
+        at = next(i for i, ln in enumerate(rest) if ln.startswith("  rates, from"))
+        lines = head + rest[:at + 1] + [RATES_ELIDED] + rest[at + 1:]
+    return "\n".join(lines) + "\n"
+
+
+def test_docs_show_todays_dojo_plan(tmp_path: Path) -> None:
+    """README.md and docs/recipes.md show the plan this code prints (UPDATE_GOLDEN=1 rewrites them:
+    `.venv/bin/python tests/golden/regenerate.py --no-demo`)."""
+    import os
+
+    text = render_plan(plan_recipe(load_recipe("dojo"), tmp_path / "ws", offline=True))
+    for path, short in ((REPO / "README.md", True), (REPO / "docs" / "recipes.md", False)):
+        doc = path.read_text()
+        a = doc.index(PLAN_START) + len(PLAN_START)
+        b = doc.index("```\n", a)
+        want = _plan_block(text, short)
+        if os.environ.get("UPDATE_GOLDEN") == "1":
+            path.write_text(doc[:a] + want + doc[b:])
+            doc, b = path.read_text(), a + len(want)
+        assert doc[a:b] == want, (f"{path.name} shows another dojo plan than the code prints; rerun "
+                                  "`.venv/bin/python tests/golden/regenerate.py --no-demo` and review the diff")

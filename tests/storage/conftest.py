@@ -1,3 +1,0 @@
-"""Fixtures of the object-storage tests: the moto S3 server (tests/_s3server.py)."""
-
-from _s3server import s3_bucket, s3_server  # noqa: F401  (pytest fixtures)

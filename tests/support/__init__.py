@@ -1,0 +1,1 @@
+"""Code the tests (and benchmarks) share: sample data builders, local servers, reference implementations."""
