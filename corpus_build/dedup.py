@@ -338,7 +338,7 @@ def find_duplicates(articles: pa.Table | pl.DataFrame, cfg: Mapping[str, Any]) -
     """Apply the three stages; returns (doc_id, reason, dup_of) for every suppressed article.
 
     `cfg` is the `dedup` section of the corpus config. The out-of-core merge
-    (`corpus_build/merge.py`) runs the same stage functions over keys computed per part.
+    (`corpus_build/merge/`) runs the same stage functions over keys computed per part.
     """
     # a pyarrow table gives a DataFrame (pyarrow is untyped here, so polars' overloads cannot tell)
     df = articles if isinstance(articles, pl.DataFrame) else cast(pl.DataFrame, pl.from_arrow(articles))

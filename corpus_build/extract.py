@@ -3,8 +3,8 @@ body text, canonical link and every publication/modification timestamp candidate
 
 The body comes from `body.article_body` (our fast extractor, which hands the pages it doubts to
 trafilatura's main-content extraction on the same tree, without trafilatura's metadata or date
-search: our cascades in `timestamps.py` do that). ``benchmarks/bench_extract.py`` measures speed,
-``benchmarks/bench_extract_quality.py`` quality on real pages with ground truth.
+search: our cascades in `timestamps.py` do that). ``benchmarks/corpus/extract_speed.py`` measures speed,
+``benchmarks/corpus/extract_quality.py`` quality on real pages with ground truth.
 
 Timestamp candidates are returned per rule, in the cascade priority of docs/design.md §2.timestamps (never document
 order); `timestamps.assign_timestamps` picks the first one that parses within the year range.

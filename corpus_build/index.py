@@ -11,20 +11,21 @@ global rows, per-row arrays) are merged from the month files whenever any month 
 Month shards are embedded through `forecast_env.executor`: in this process (`engine="local"`, the
 embedding backend already uses every core), or on Ray actors (`engine="ray"`, GPU actors when
 `embed.device` is cuda). Each month is a pure function of its shard and the embedding identity, so
-both engines write the same files.
+both engines write the same files. A month is an `IndexMonthTask` run through
+`forecast_env.workspace.task.NodeTask` (on a node's own scratch when the workspace is on object storage).
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import hashlib
 import json
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,8 @@ from forecast_env.store import (
     sha256_file,
     write_manifest,
 )
+from forecast_env.workspace.remote import is_remote, staged
+from forecast_env.workspace.task import NodeTask, StagedWorkspace, WorkItem, relative_to
 
 #: Articles embedded per call inside a month (the progress bar advances per chunk).
 EMBED_CHUNK = 512
@@ -116,11 +119,43 @@ def _setup_worker(embed: dict[str, Any], embedder: Any = None) -> None:
         _WORKER.update(key=key, embedder=Embedder.from_config(embed))
 
 
-def index_month(task: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IndexMonthTask(WorkItem):
+    """One month's text copy, BM25 postings and exact dense shard, from its article shard (paths under
+    `root`)."""
+
+    kind: ClassVar[str] = "index.month"
+    month: str
+    shard: str                    # the month's article shard
+    sha: str                      # the shard's sha256 (recorded in the month's marker)
+    embed_hash: str               # the embedding identity's hash
+    float16: bool
+    rows: int
+    dim: int | None = None        # the vector dimension of the months already built (None: this month's)
+    index_dir: str = "index"
+
+    @property
+    def name(self) -> str:
+        """The month, YYYY-MM."""
+        return self.month
+
+    def inputs(self) -> tuple[str, ...]:
+        """The month's article shard."""
+        return (self.shard,)
+
+    def outputs(self, result: Any) -> tuple[str, ...]:
+        """The month's files and its marker (last)."""
+        layout = IndexLayout(self.index_dir)
+        return (layout.text(self.month).as_posix(), layout.dense(self.month).as_posix(),
+                f"{layout.bm25_month(self.month).as_posix()}/", _marker_path(layout, self.month).as_posix())
+
+
+def index_month(task: IndexMonthTask) -> dict[str, Any]:
     """Write one month's text copy, BM25 postings and exact dense shard, then its marker; return the marker."""
-    layout = IndexLayout(task["index_dir"])
-    month = task["month"]
-    table = read_month(Path(task["shard"]))
+    layout = IndexLayout(task.path(task.index_dir))
+    month = task.month
+    shard = task.path(task.shard)
+    table = read_month(shard)
     write_text_copy(layout.text(month), table)
     crash_point("index.month")
     texts = article_texts(table)
@@ -133,69 +168,20 @@ def index_month(task: dict[str, Any]) -> dict[str, Any]:
         parts.append(embed_articles(table.slice(start, EMBED_CHUNK), embedder))
         if on_rows is not None:
             on_rows(len(parts[-1]))
-    dim = int(task.get("dim") or 0) or (int(parts[0].shape[1]) if parts else int(embedder.dim))
+    dim = int(task.dim or 0) or (int(parts[0].shape[1]) if parts else int(embedder.dim))
     vectors = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
     if vectors.shape[1] != dim:
-        raise WorkspaceError(f"{task['shard']}: vectors of dimension {vectors.shape[1]}, other months have {dim}")
-    write_dense_shard(layout.dense(month), vectors, bool(task["float16"]))
+        raise WorkspaceError(f"{shard}: vectors of dimension {vectors.shape[1]}, other months have {dim}")
+    write_dense_shard(layout.dense(month), vectors, bool(task.float16))
     crash_point("index.month")
-    marker = {"month": month, "rows": table.num_rows, "shard": Path(task["shard"]).name,
-              "shard_sha256": task["sha"], "embed_hash": task["embed_hash"], "dim": int(vectors.shape[1])}
-    atomic_write_json(layout.root / "months" / f"{month}.json", marker)
+    marker = {"month": month, "rows": table.num_rows, "shard": shard.name,
+              "shard_sha256": task.sha, "embed_hash": task.embed_hash, "dim": int(vectors.shape[1])}
+    atomic_write_json(_marker_path(layout, month), marker)
     return marker
 
 
-#: (workspace URL, the driver's staged folder) while `build_index` builds an object-store workspace
-_REMOTE_WS: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("index_remote_ws", default=None)
-
-
-def month_unit(month: str) -> str:
-    """The object-store publish unit of one index month (`wsio.unit_of` of each of its files)."""
-    return f"index/months/{month}"
-
-
-@dataclasses.dataclass(frozen=True)
-class MonthOnNode:
-    """`index_month` on a Ray node that shares no disk with the driver (workspace on object storage).
-
-    The task fetches the month's article shard from the bucket (verified against its published sha256)
-    into this node's own scratch for the URL (`wsio.scratch_for`), writes the month's files there,
-    publishes them as the month's unit (data first, marker last: a node lost mid-month leaves nothing
-    anyone reads; a retry elsewhere writes and publishes the same bytes) and returns the marker; the
-    driver then fetches the published month (`fetch_month`)."""
-
-    url: str
-
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
-        """Run one month with its shard and index folder moved from the driver's root to this node's."""
-        from forecast_env.workspace import remote as wsio
-
-        node_root = wsio.scratch_for(self.url)
-        driver_root = Path(task["root"])
-        shard_rel = Path(task["shard"]).relative_to(driver_root)
-        index_rel = Path(task["index_dir"]).relative_to(driver_root)
-        with wsio.task_log("index.month", shard_rel.stem):
-            remote = wsio.RemoteWorkspace.at(self.url)
-            remote.fetch([shard_rel.as_posix()], node_root)
-            marker = index_month({**task, "shard": str(node_root / shard_rel),
-                                  "index_dir": str(node_root / index_rel)})
-            layout = IndexLayout(node_root / index_rel)
-            files = [*_outputs(layout, marker["month"]),
-                     *sorted(p for p in layout.bm25_month(marker["month"]).rglob("*") if p.is_file()),
-                     layout.root / "months" / f"{marker['month']}.json"]
-            remote.publish(node_root, relpaths=sorted({f.relative_to(node_root).as_posix() for f in files}))
-        return marker
-
-
-def fetch_month(url: str, driver_root: str | Path, month: str) -> None:
-    """Bring a month a node published into the driver's staged folder (every file its unit lists)."""
-    from forecast_env.workspace import remote as wsio
-
-    remote = wsio.RemoteWorkspace.at(url)
-    unit = remote.markers_of([month_unit(month)]).get(month_unit(month))  # that month's marker only
-    if unit is None:
-        raise WorkspaceError(f"{url}: index month {month} was built on a node but is not published")
-    remote.fetch(sorted(unit["files"]), driver_root)
+def _marker_path(layout: IndexLayout, month: str) -> Path:
+    return layout.root / "months" / f"{month}.json"
 
 
 def _read_marker(layout: IndexLayout, month: str) -> dict[str, Any] | None:
@@ -231,19 +217,22 @@ def build_index(
     deterministic vectors: the dense side depends on the model only through the vectors).
     `engine` (default `execution.engine`): `local` embeds in this process, `ray` on Ray actors.
     """
-    from forecast_env.workspace import remote as wsio
+    if not is_remote(workspace):
+        return _build_index(workspace, None, config, progress, embedder, engine, ray_address, workers)
+    # an object-store workspace: build in node-local scratch, publish from there
+    with staged(workspace, pull=("corpus/", "index/"), skip=("corpus/parts/",),
+                publish=("index/",), publish_on_failure=("index/months/",)) as local:
+        # with engine ray each month runs on a node: it fetches its shard from the bucket and publishes
+        # the month (`NodeTask`); the driver fetches it, then builds the IVF and global files here
+        nodes = StagedWorkspace(url=str(workspace).rstrip("/"), root=str(Path(local).resolve()))
+        return _build_index(local, nodes, config, progress, embedder, engine, ray_address, workers)
 
-    if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
-        with wsio.staged(workspace, pull=("corpus/", "index/"), skip=("corpus/parts/",),
-                         publish=("index/",), publish_on_failure=("index/months/",)) as local:
-            # with engine ray each month runs on a node: it fetches its shard from the bucket and publishes
-            # the month (MonthOnNode); the driver fetches it, then builds the IVF and global files here
-            token = _REMOTE_WS.set((str(workspace).rstrip("/"), str(local)))
-            try:
-                return build_index(local, config, progress, embedder=embedder, engine=engine,
-                                   ray_address=ray_address, workers=workers)
-            finally:
-                _REMOTE_WS.reset(token)
+
+def _build_index(workspace: str | Path, nodes: StagedWorkspace | None, config: dict[str, Any] | None,
+                 progress: bool, embedder: Any, engine: str | None, ray_address: str | None,
+                 workers: int | None) -> dict[str, Any]:
+    """`build_index` in a local folder (`nodes`: the object-store workspace it is the staged copy of,
+    whose months run on Ray nodes that share no disk with this one)."""
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config("corpus")
     ws = Workspace.at(workspace)
@@ -272,7 +261,7 @@ def build_index(
 
     # which months are unchanged (marker, shard checksum, embedding identity, outputs all agree)
     markers: dict[str, dict[str, Any]] = {}
-    todo: list[dict[str, Any]] = []
+    todo: list[IndexMonthTask] = []
     dims = set()
     for shard in shards:
         month, sha = shard.stem, sha256_file(shard)
@@ -282,16 +271,15 @@ def build_index(
             markers[month] = marker
             dims.add(int(marker["dim"]))
         else:
-            todo.append({"shard": str(shard), "month": month, "sha": sha, "index_dir": str(layout.root),
-                         "root": str(ws.root),
-                         "embed_hash": embed_hash, "float16": bool(embed_cfg.get("float16")),
-                         "rows": pq.ParquetFile(shard).metadata.num_rows})
+            todo.append(IndexMonthTask(root=str(ws.root), month=month, shard=relative_to(ws.root, shard), sha=sha,
+                                       embed_hash=embed_hash, float16=bool(embed_cfg.get("float16")),
+                                       rows=pq.ParquetFile(shard).metadata.num_rows,
+                                       index_dir=relative_to(ws.root, layout.root)))
     if len(dims) > 1:
         raise WorkspaceError(f"{layout.dense_dir}: month shards of different dimensions {sorted(dims)}; rebuild with "
                              "`forecast-env index build` after deleting the index folder")
-    for task in todo:
-        task["dim"] = next(iter(dims)) if dims else None
-    rebuilt = _embed_months(todo, embed_cfg, embedder, engine, ray_address, workers, progress, exec_cfg)
+    todo = [dataclasses.replace(task, dim=next(iter(dims)) if dims else None) for task in todo]
+    rebuilt = _embed_months(todo, embed_cfg, embedder, engine, ray_address, workers, progress, exec_cfg, nodes)
     markers.update({m["month"]: m for m in rebuilt})
     months = [markers[s.stem] for s in shards]
     dims = {int(m["dim"]) for m in months}
@@ -335,15 +323,16 @@ def build_index(
     }
 
 
-def _embed_months(todo: list[dict[str, Any]], embed_cfg: dict[str, Any], embedder: Any, engine: str,
+def _embed_months(todo: list[IndexMonthTask], embed_cfg: dict[str, Any], embedder: Any, engine: str,
                   ray_address: str | None, workers: int | None, progress: bool,
-                  exec_cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run `index_month` over the months to redo, with one progress bar over their articles."""
+                  exec_cfg: dict[str, Any], nodes: StagedWorkspace | None = None) -> list[dict[str, Any]]:
+    """Run `index_month` over the months to redo, with one progress bar over their articles (`nodes`:
+    on Ray nodes over object storage, each month fetched here once a node published it)."""
     if not todo:
         return []
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=sum(t["rows"] for t in todo), desc="index: embed months", unit="article", disable=not progress)
+    bar = tqdm(total=sum(t.rows for t in todo), desc="index: embed months", unit="article", disable=not progress)
     gpu = str(embed_cfg.get("device", "cpu")).startswith("cuda")
     in_process = engine == "local"
     if in_process:
@@ -351,20 +340,19 @@ def _embed_months(todo: list[dict[str, Any]], embed_cfg: dict[str, Any], embedde
     done = []
     try:
         n_workers = int(workers or exec_cfg.get("workers") or os.cpu_count() or 1) if not in_process else 1
-        remote_ws = _REMOTE_WS.get() if not in_process else None
-        task_fn: Any = MonthOnNode(remote_ws[0]) if remote_ws else index_month
-        if remote_ws:  # nodes publish months one by one: the index's own marker first (`wsio.pull_workspace`)
-            from forecast_env.workspace import remote as wsio
-
-            wsio.RemoteWorkspace.at(remote_ws[0]).unpublish("index")
+        nodes = nodes if not in_process else None
+        task_fn = nodes.task(index_month) if nodes is not None else NodeTask(index_month)
+        if nodes is not None:  # nodes publish months one by one: the index's own marker first (`pull_workspace`)
+            nodes.bucket().unpublish("index")
         results = map_unordered(
             task_fn, todo, engine=engine, workers=n_workers, setup=_setup_worker,
             setup_args=(embed_cfg, embedder), threads=None if in_process else 1,
             ray_address=ray_address or exec_cfg.get("ray_address"), num_gpus=1.0 if gpu and engine == "ray" else 0.0,
             error=CorpusError, broken_advice="Rerun the index build: finished months are kept.")
+        by_month = {t.month: t for t in todo}
         for marker in results:
-            if remote_ws:
-                fetch_month(remote_ws[0], remote_ws[1], marker["month"])
+            if nodes is not None:
+                nodes.fetch_outputs(by_month[marker["month"]], marker)
             done.append(marker)
             if not in_process:
                 bar.update(int(marker["rows"]))

@@ -1,41 +1,37 @@
-"""Measured rates of the corpus merge (`corpus_build/merge.py`), for the build planner's estimates.
+"""The corpus merge's cost model (`corpus_build/merge.py`), for the build planner's estimates.
 
-Every figure comes from `benchmarks/bench_merge.py` (benchmarks/RESULTS.md, section "Corpus merge out
-of core (issue 21)"): synthetic parts of 250k, 1M and 5M articles with bodies of about 3,600
-characters and 13% planted duplicates, merged on the project's 2-core machine, and the dedup passes
-alone on keys of 250k, 1M and 5M articles. CPU figures are
-CPU seconds (one core), measured while other work shared the machine, so wall time there was
-several times longer; memory figures are the merging process's peak resident memory (VmHWM).
+Its figures are rates of the data file `forecast_env/rates.json` (keys `merge.*`, each with the
+benchmark command, date and machine state of its measurement): `benchmarks/corpus/merge.py` on
+synthetic parts of 250k, 1M and 5M articles with bodies of about 3,600 characters and 13% planted
+duplicates, merged on the project's 2-core machine, and the dedup passes alone on keys of 250k, 1M and
+5M articles. CPU figures are CPU seconds (one core), measured while other work shared the machine, so
+wall time there was several times longer; memory figures are the merging process's peak resident
+memory (VmHWM).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-#: CPU seconds per million articles, per merge phase (the 1M run; the 5M run: 361.7 / 26.4 / 78.5
-#: with the store written by row group, on a machine the tests shared). keys: MinHash signatures, URL and
+from forecast_env.rates import rates_with_prefix, read_rates
+
+#: CPU seconds per million articles, per merge phase (`merge.cpu.*`). keys: MinHash signatures, URL and
 #: title keys of every part (parallel over parts, cached: an incremental build pays it for new parts
 #: only); pairs: the visibility order and the three stages' joins; store: the month shards and
 #: dropped tables (zstd). The in-memory merge it replaced spent about the same CPU, on one core.
-MERGE_SECONDS_PER_MILLION: dict[str, float] = {"keys": 334.5, "pairs": 14.4, "store": 45.7}
+MERGE_SECONDS_PER_MILLION: dict[str, float] = rates_with_prefix("merge.cpu.")
 
-#: Bytes of the merging process's peak memory, per unit. order: per article of the corpus, while the
-#: visibility order is computed (the largest dedup step: 1,258 MB at 5M articles); state: per article,
-#: kept through the later phases (ranks, ids); pair_task_row: per article of one pair task (at most
+#: Bytes of the merging process's peak memory, per unit (`merge.bytes.*`). order: per article of the
+#: corpus, while the visibility order is computed (the largest dedup step); state: per article, kept
+#: through the later phases (ranks, ids); pair_task_row: per article of one pair task (at most
 #: ROWS_PER_TASK); store_state: per article, what the store phase holds besides the row group it
-#: writes (the dedup state, the kept rows' plan per month and part: 1,601 MB peak at 5M articles with
-#: one 16,384-row group of about 230 MB); month_row: per row of the row group being written (its rows
-#: about 4x: read, sorted copy, compressed bytes); dropped_row: per row of a dropped table's row group;
-#: keys_disk / store_disk: the keys sidecars / the store (shards and dropped tables, two dropped rows
-#: per article) on disk; in_memory: the in-memory merge's peak (3,214 MB at 250k; 1M passed 8 GB),
-#: for comparison only.
-MERGE_BYTES_PER_ARTICLE: dict[str, float] = {
-    "order": 200.0, "state": 80.0, "pair_task_row": 600.0, "store_state": 260.0, "month_row": 14_000.0,
-    "dropped_row": 450.0, "keys_disk": 526.0, "store_disk": 1363.0, "in_memory": 12_290.0,
-}
+#: writes; month_row: per row of the row group being written; dropped_row: per row of a dropped
+#: table's row group; keys_disk / store_disk: the keys sidecars / the store on disk; in_memory: the
+#: in-memory merge's peak, for comparison only.
+MERGE_BYTES_PER_ARTICLE: dict[str, float] = rates_with_prefix("merge.bytes.")
 
 #: The merging process before it reads a part (interpreter, polars, pyarrow).
-MERGE_BASE_BYTES = 143 * 2**20
+MERGE_BASE_BYTES = int(read_rates()["merge.base_bytes"].value)
 
 
 def merge_estimate(articles: int, largest_month: int | None = None, workers: int = 1,
@@ -74,23 +70,13 @@ def merge_estimate(articles: int, largest_month: int | None = None, workers: int
         "peak_memory_bytes_per_phase": {k: int(v) for k, v in peaks.items()},
         "disk_bytes": int((b["keys_disk"] + b["store_disk"]) * n),
         "estimate": True,
-        "source": "benchmarks/RESULTS.md: Corpus merge out of core (issue 21)",
+        "source": "benchmarks/RESULTS.md (merge rows); benchmarks/log/2026-12-01-corpus-merge.md",
     }
-
-
-#: The merge's cost as linear rates, for planners that scale by kept articles: CPU seconds per article
-#: (all phases) and peak bytes per article at the paper's scale (20M articles, 15 months; the peak
-#: grows slower than the corpus, so this over-estimates smaller builds' memory per article).
-MERGE_COST: dict[str, float] = {
-    "core_s_per_article": sum(MERGE_SECONDS_PER_MILLION.values()) / 1e6,
-    "bytes_per_article": merge_estimate(20_000_000)["peak_memory_bytes"] / 20_000_000,
-}
 
 
 __all__ = [
     "MERGE_BASE_BYTES",
     "MERGE_BYTES_PER_ARTICLE",
-    "MERGE_COST",
     "MERGE_SECONDS_PER_MILLION",
     "merge_estimate",
 ]

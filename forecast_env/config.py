@@ -1,11 +1,12 @@
 """Loading and validation of the YAML configuration sections (corpus, events, env, benchmark).
 
-Defaults ship inside the package (`forecast_env/defaults/*.yaml`); `configs/*.yaml` in the repository
-are user-editable copies. A user file may hold one section's keys, or several sections under their
-names (`corpus:`, `events:` ...). `--set section.key.sub=value` overrides one value (YAML-parsed;
-`route_overrides` assigns each to its section, the section name may be left out when the key is
-unambiguous). Every key must exist in the defaults and every value must have the default's type: the
-error names the file, the key and what is allowed.
+The defaults are the repository's `configs/*.yaml`; the package reads them as `forecast_env/defaults/`
+(a symbolic link to `../configs`, so there is one copy). A user file may hold one section's keys, or
+several sections under their names (`corpus:`, `events:` ...). `--set section.key.sub=value` overrides
+one value (YAML-parsed; `route_overrides` assigns each to its section, the section name may be left out
+when the key is unambiguous). Every key must exist in the defaults and every value must have the
+default's type: the error names the file, the key and what is allowed. `merge_settings` is the one
+validator: the build recipes (`forecast_env.recipe`) are checked by it too, with their own `Schema`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
 from pathlib import Path
@@ -79,6 +81,38 @@ REMOVED: dict[str, dict[str, str]] = {
 }
 
 
+@dataclass(frozen=True)
+class Schema:
+    """The rules a mapping of settings follows besides its defaults' shape: a config section or a recipe.
+
+    The defaults give every key and, where `types` says nothing, the type of its value. `subject` and
+    `unknown` are how an error names a key (format fields: `name`, `path` the dotted key, `leaf` the
+    key as written down to its first value, `allowed` the keys allowed beside it).
+    """
+
+    name: str
+    #: keys whose value may be null or of another type than the default (dotted path -> accepted types)
+    types: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
+    #: keys whose values are restricted to a fixed set
+    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: keys that were removed, with what to write instead
+    removed: Mapping[str, str] = field(default_factory=dict)
+    #: keys whose value, when not null, is a date written YYYY-MM-DD
+    dates: frozenset[str] = frozenset()
+    #: keys whose value is a list of strings, with what the strings are
+    text_lists: Mapping[str, str] = field(default_factory=dict)
+    #: keys whose value is a mapping of that config section's settings, merged as given (the section's
+    #: own schema checks them when the section is loaded)
+    sections: tuple[str, ...] = ()
+    subject: str = "{name}.{path}"
+    unknown: str = "unknown key {name}.{path!r}; allowed here: {allowed}"
+
+
+def section_schema(section: str) -> Schema:
+    """The schema of one config section."""
+    return Schema(section, FLEXIBLE.get(section, {}), ALLOWED.get(section, {}), REMOVED.get(section, {}))
+
+
 def removed_key(section: str, path: str) -> str | None:
     """The advice for a removed key of `section` (None when `path` was never removed)."""
     advice = REMOVED.get(section, {}).get(path)
@@ -86,10 +120,10 @@ def removed_key(section: str, path: str) -> str | None:
 
 
 def default_config(section: str) -> dict[str, Any]:
-    """The packaged defaults of one section."""
+    """The packaged defaults of one section (`configs/<section>.yaml`)."""
     if section not in SECTIONS:
         raise ConfigError(f"unknown config section {section!r}; allowed: {', '.join(SECTIONS)}")
-    text = resources.files("forecast_env.defaults").joinpath(f"{section}.yaml").read_text()
+    text = resources.files("forecast_env").joinpath("defaults", f"{section}.yaml").read_text()
     return yaml.safe_load(text) or {}
 
 
@@ -113,35 +147,84 @@ def _type_ok(default: Any, value: Any, flexible: tuple[type, ...] | None) -> boo
     return True
 
 
-def _merge(section: str, base: dict[str, Any], update: Mapping[str, Any], where: str, prefix: str = "") -> None:
+def _leaf(path: str, value: Any) -> str:
+    """`path` continued down a mapping value's first keys to its first value (`relase.split`)."""
+    while isinstance(value, Mapping) and value:
+        key, value = next(iter(value.items()))
+        path = f"{path}.{key}"
+    return path
+
+
+def _deep_update(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `base` with `update` merged in, mapping into mapping."""
+    out = copy.deepcopy(dict(base))
+    for k, v in update.items():
+        out[k] = _deep_update(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+
+
+def merge_settings(schema: Schema, base: dict[str, Any], update: Mapping[str, Any], where: str,
+                   prefix: str = "") -> None:
+    """Check `update` against `schema` and the keys of `base`, then write it into `base`.
+
+    The one validator of config sections and recipes: an unknown or removed key, a value of the wrong
+    type, outside its choices, not a date or not a list of strings raises a ConfigError that names
+    `where` (a file, `--set ...`), the key and what is allowed.
+    """
     for key, value in update.items():
         path = f"{prefix}{key}"
+        subject = schema.subject.format(name=schema.name, path=path)
         if key not in base:
-            gone = removed_key(section, path)
-            if gone:
-                raise ConfigError(f"{where}: {gone}")
+            advice = schema.removed.get(path)
+            if advice:
+                raise ConfigError(f"{where}: {subject} was removed: {advice}")
             allowed = ", ".join(sorted(str(k) for k in base))
-            raise ConfigError(f"{where}: unknown key {section}.{path!r}; allowed here: {allowed}")
+            raise ConfigError(f"{where}: " + schema.unknown.format(name=schema.name, path=path,
+                                                                    leaf=_leaf(path, value), allowed=allowed))
         default = base[key]
-        flexible = FLEXIBLE.get(section, {}).get(path)
+        if path in schema.sections:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}: {subject} must be a mapping of {path} settings")
+            base[key] = _deep_update(default, value)
+            continue
+        flexible = schema.types.get(path)
         if isinstance(default, dict) and flexible is None and default:
             if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}: {section}.{path} must be a mapping, got {value!r}")
-            _merge(section, default, value, where, prefix=f"{path}.")
+                raise ConfigError(f"{where}: {subject} must be a mapping, got {value!r}")
+            merge_settings(schema, default, value, where, prefix=f"{path}.")
             continue
         if not _type_ok(default, value, flexible):
-            want = " or ".join(t.__name__ for t in flexible) if flexible else type(default).__name__
-            raise ConfigError(f"{where}: {section}.{path} must be {want}, got {value!r}")
-        allowed_values = ALLOWED.get(section, {}).get(path)
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in flexible) if flexible \
+                else type(default).__name__
+            raise ConfigError(f"{where}: {subject} must be {want}, got {value!r}")
+        allowed_values = schema.choices.get(path)
         if allowed_values is not None and value not in allowed_values:
             raise ConfigError(
-                f"{where}: {section}.{path} = {value!r} is not allowed; choose one of {', '.join(map(str, allowed_values))}"
+                f"{where}: {subject} = {value!r} is not allowed; choose one of {', '.join(map(str, allowed_values))}"
             )
         if isinstance(default, float) and isinstance(value, int):
             value = float(value)
         if isinstance(value, date):
             value = value.isoformat()
+        if path in schema.dates and value is not None:
+            try:
+                date.fromisoformat(value)
+            except ValueError:
+                raise ConfigError(f"{where}: {subject} = {value!r} is not a date (YYYY-MM-DD)") from None
+        if path in schema.text_lists and not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: {subject} must be a list of {schema.text_lists[path]}")
         base[key] = value
+
+
+def nest_keys(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted keys as a nested mapping (`{"a.b": 1, "a.c": 2}` -> `{"a": {"b": 1, "c": 2}}`); values stay as given."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        head, *rest = key.split(".")
+        for part in reversed(rest):
+            value = {part: value}
+        out = _deep_update(out, {head: value})
+    return out
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -199,7 +282,7 @@ def load_config(
                     f"{path}: top-level key {unknown[0]!r} is not a section; allowed: {', '.join(SECTIONS)}"
                 )
             data = data.get(section) or {}
-        _merge(section, cfg, data, str(path))
+        merge_settings(section_schema(section), cfg, data, str(path))
     items: list[tuple[str, Any]]
     if overrides is None:
         items = []
@@ -212,13 +295,7 @@ def load_config(
             key = key[len(section) + 1 :]
         elif key.split(".", 1)[0] in SECTIONS:
             continue  # an override for another section
-        nested: dict[str, Any] = {}
-        cur = nested
-        parts = key.split(".")
-        for p in parts[:-1]:
-            cur = cur.setdefault(p, {})
-        cur[parts[-1]] = value
-        _merge(section, cfg, nested, f"--set {key}")
+        merge_settings(section_schema(section), cfg, nest_keys({key: value}), f"--set {key}")
     return cfg
 
 
@@ -265,9 +342,3 @@ def config_hash(cfg: Mapping[str, Any]) -> str:
     """A short stable hash of a configuration (sorted-key JSON, sha256, 16 hex)."""
     blob = json.dumps(cfg, sort_keys=True, default=str, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def repo_configs_dir() -> Path | None:
-    """The repository's `configs/` folder when running from a checkout (None in a wheel install)."""
-    here = Path(__file__).resolve().parent.parent / "configs"
-    return here if here.is_dir() else None

@@ -177,13 +177,13 @@ def _map_ray(fn: Callable[[T], R], items: list[T], workers: int, setup: Callable
 
 
 def _storage_env() -> dict[str, str]:
-    """The object-store variables of this process (`wsio.worker_env`), for Ray workers on other nodes."""
+    """The object-store variables of this process (`remote.worker_env`), for Ray workers on other nodes."""
     try:
-        from forecast_env.workspace import remote as wsio
+        from forecast_env.workspace.remote import worker_env
     except ImportError:
         return {}
     # a node's scratch is the node's own (its FORECAST_ENV_SCRATCH, else its cache): never the driver's path
-    return {k: v for k, v in wsio.worker_env().items() if k != "FORECAST_ENV_SCRATCH"}
+    return {k: v for k, v in worker_env().items() if k != "FORECAST_ENV_SCRATCH"}
 
 
 #: How often one item may lose its worker (a dead actor process or node) before the stage gives up.

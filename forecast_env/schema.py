@@ -94,7 +94,7 @@ CORPUS_REASONS: dict[str, tuple[str, ...]] = {
         "c4_lorem_ipsum", "c4_curly_bracket", "c4_too_few_sentences",
         # FineWeb
         "fineweb_punct_lines", "fineweb_short_lines", "fineweb_dup_line_chars", "fineweb_newline_ratio",
-        # the news profile's page rule (corpus_build/quality.py PageRule): not an article page
+        # the news profile's page rule (corpus_build/quality_page.py PageRule): not an article page
         "page_listing", "page_error", "page_login", "page_cookie_wall",
     ),
     "time": ("before_corpus_start", "after_corpus_end"),

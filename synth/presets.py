@@ -40,7 +40,7 @@ PRESETS: dict[str, Preset] = {
     "siblings_heldout": Preset("siblings_heldout", n_train=14, n_eval=14, plant_copies=0, articles_per_event=(8, 12),
                                n_distractors=100, records_per_warc=250, max_days=30, exposure_plants="held_out"),
     # the design phrasings on more events and a light corpus: enough follow-up exposures in both splits for audit check
-    # 6's probe to have power (the 14 + 14 of `siblings` leave too few exposed dates; benchmarks/RESULTS.md, issue 22)
+    # 6's probe to have power (the 14 + 14 of `siblings` leave too few exposed dates; benchmarks/log/2026-12-01-cross-question-exposure.md)
     "siblings_large": Preset("siblings_large", n_train=40, n_eval=40, plant_copies=0, articles_per_event=(2, 3),
                              n_distractors=20, records_per_warc=250, max_days=30, exposure_plants="design"),
     "bench": Preset("bench", n_train=3, n_eval=3, plant_copies=0, articles_per_event=(30, 40),

@@ -114,12 +114,19 @@ def build_events(
     `judge`: a `Judge` (optionally with a `decompose(view)` method), or "offline" / "llm", or None
     for the config's `screen.judge`. `searcher`: an open index (default: the workspace's).
     """
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import is_remote, staged
 
-    if wsio.is_remote(workspace):  # an object-store workspace: build in node-local scratch, publish from there
-        with wsio.staged(workspace, pull=("corpus/", "index/", "events/"), skip=("corpus/parts/",),
-                         publish=("events/",), publish_on_failure=()) as local:
-            return build_events(polymarket_dir, local, config, searcher, judge, progress)
+    if not is_remote(workspace):
+        return _build_events(polymarket_dir, workspace, config, searcher, judge, progress)
+    # an object-store workspace: build in node-local scratch, publish from there
+    with staged(workspace, pull=("corpus/", "index/", "events/"), skip=("corpus/parts/",),
+                publish=("events/",), publish_on_failure=()) as local:
+        return _build_events(polymarket_dir, local, config, searcher, judge, progress)
+
+
+def _build_events(polymarket_dir: str | Path, workspace: str | Path, config: Mapping[str, Any] | None,
+                  searcher: Searcher | None, judge: Judge | str | None, progress: bool) -> Report:
+    """`build_events` in a local workspace folder."""
     t0 = time.perf_counter()
     cfg = resolve_config(config)
     ws = Workspace.at(workspace, create=True)

@@ -1,6 +1,6 @@
 """What every audit check shares (docs/design.md §8): the verdicts, the check names, a check's result,
-the settings, and the workspace tables loaded once. The checks (`audit_*.py`) import this module and
-`audit.py` runs them, so no check imports the module that imports it."""
+the settings, and the workspace tables loaded once. The checks (one module each: schedule.py, structure.py, ...) import this module and
+`run.py` runs them, so no check imports the module that imports it."""
 
 from __future__ import annotations
 

@@ -10,17 +10,17 @@ report.write("ws/audit")                     # audit.md + audit.json with every 
 The checks, each PASS / FAIL / INCONCLUSIVE (too little data to tell; reported, not a failure):
 
 1. `schedule`   - schedule invariants on the stored tables, and the schedule rebuilt with every other
-                  label and with `closedTime` moved earlier (`audit_schedule.py`);
+                  label and with `closedTime` moved earlier (`schedule.py`);
 2. `structure`  - the blind-structure probe (conditional logits, train -> audited split) and the
-                  inclusion-bias report (`audit_structure.py`);
+                  inclusion-bias report (`structure.py`);
 3. `retrieval`  - random (query, date) probes, BM25 and dense search rebuilt from the articles visible
-                  on sampled days, dedup suppressions pointing back in time (`audit_retrieval.py`);
+                  on sampled days, dedup suppressions pointing back in time (`retrieval.py`);
 4. `text`       - an independent detector of post-date facts and resolutions in what the environment
-                  shows at each scheduled date (`audit_text.py`);
+                  shows at each scheduled date (`text.py`);
 5. `replay`     - two runs of a scripted agent with one seed give identical episode logs
-                  (`audit_replay.py`);
+                  (`replay.py`);
 6. `siblings`   - no question visible on a forecast date gives another's answer away: a direct count with
-                  an independent detector, and a probe in check 2's frame (`audit_siblings.py`).
+                  an independent detector, and a probe in check 2's frame (`siblings.py`).
 
 The audit's overall verdict is FAIL when any check fails, else INCONCLUSIVE when any check is,
 else PASS. The CLI exits 1 on FAIL (naming the failed checks) and 2 on bad input.

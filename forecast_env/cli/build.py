@@ -1,7 +1,7 @@
 """`forecast-env build --recipe NAME|FILE --workspace WS [--dry-run]`: a whole benchmark from one recipe.
 
 The stages (events fetch, corpus, index, events, audit, release) and their "already done" records
-live in `forecast_env.eval.recipe`; this module is the shell. Exit statuses (docs/recipes.md):
+live in `forecast_env.recipe`; this module is the shell. Exit statuses (docs/recipes.md):
 0 built (audit PASS or INCONCLUSIVE), 1 internal error, 2 bad input, 3 the audit FAILED (no
 release written), 4 some files or Polymarket items could not be fetched (rerun, or --allow-failed).
 """
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def build_cmd(args: argparse.Namespace) -> int:
-    from forecast_env.eval.recipe import load_recipe, plan_recipe, render_outcome, render_plan, run_recipe
+    from forecast_env.recipe import load_recipe, plan_recipe, render_outcome, render_plan, run_recipe
 
     if args.config:
         from forecast_env.errors import ConfigError

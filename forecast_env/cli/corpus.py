@@ -4,8 +4,6 @@ docs/data.md); print the funnel; download files into a mirror."""
 from __future__ import annotations
 
 import argparse
-import glob
-from pathlib import Path
 
 from forecast_env.cli.common import add_common, section_config
 from forecast_env.cli.corpus_sources import (
@@ -15,7 +13,6 @@ from forecast_env.cli.corpus_sources import (
     spec_from_args,
 )
 from forecast_env.enums import ENGINES
-from forecast_env.errors import CorpusError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,17 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def expand_warc_globs(patterns: list[str]) -> list[Path]:
-    """Files matching each pattern (a plain path counts too); an empty pattern is an error."""
-    files: list[Path] = []
-    for pattern in patterns:
-        matches = sorted(glob.glob(str(Path(pattern).expanduser()), recursive=True))
-        if not matches:
-            raise CorpusError(f"--warc {pattern!r} matches no file; check the path (quote globs)")
-        files += [Path(m) for m in matches if Path(m).is_file()]
-    return files
-
-
 def run_build(args: argparse.Namespace) -> int:
     from forecast_env.corpus_build.pipeline import build_corpus
     from forecast_env.corpus_build.report import render_summary
@@ -72,10 +58,10 @@ def run_build(args: argparse.Namespace) -> int:
     engine = args.engine or (cfg.get("execution") or {}).get("engine", "local")
     from forecast_env.corpus_build.source import resolve_sources
     from forecast_env.corpus_build.stream import FILES_FAILED_EXIT
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import is_remote, pulled_prefix
 
     # frozen CC-NEWS listings live in corpus/sources/: for a URL workspace, in its scratch copy (published with corpus/)
-    listing_ws = wsio.pulled_prefix(args.workspace, "corpus/sources/") if wsio.is_remote(args.workspace) else args.workspace
+    listing_ws = pulled_prefix(args.workspace, "corpus/sources/") if is_remote(args.workspace) else args.workspace
     sources = resolve_sources(spec_from_args(args), cfg, listing_ws)
     summary = build_corpus(sources, args.workspace, config=cfg, workers=args.workers, engine=engine,
                            progress=not args.no_progress, keep_warc=args.keep_warc,

@@ -32,39 +32,39 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _remote(url: str) -> None:
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import is_remote
 
-    if not wsio.is_remote(url):
+    if not is_remote(url):
         raise WorkspaceError(f"{url}: not a workspace URL; give one such as s3://bucket/ws")
 
 
 def run_pull(args: argparse.Namespace) -> int:
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import RemoteWorkspace, pull_workspace
 
     _remote(args.url)
     t0 = time.perf_counter()
     prefixes = ("corpus/", "index/", "events/")
-    dest = wsio.pull_workspace(args.url, args.dest, prefixes)
+    dest = pull_workspace(args.url, args.dest, prefixes)
     if args.with_parts:
-        wsio.RemoteWorkspace.at(args.url).pull(dest, "corpus/parts/")
+        RemoteWorkspace.at(args.url).pull(dest, "corpus/parts/")
     print(f"pulled {args.url} -> {dest} in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
 def run_push(args: argparse.Namespace) -> int:
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import push_workspace
 
     _remote(args.url)
-    units = wsio.push_workspace(args.src, args.url)
+    units = push_workspace(args.src, args.url)
     print(f"published {len(units)} unit(s) to {args.url}")
     return 0
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import RemoteWorkspace
 
     _remote(args.url)
-    units = wsio.RemoteWorkspace.at(args.url).published(refresh=True)
+    units = RemoteWorkspace.at(args.url).published(refresh=True)
     for unit, marker in sorted(units.items()):
         files = marker["files"]
         print(f"{unit:40s} {len(files):6d} file(s) {sum(e['bytes'] for e in files.values()):14,d} bytes")

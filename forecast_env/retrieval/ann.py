@@ -48,7 +48,7 @@ CODES = ("sq8", "pq4fs")
 AUTO_CANDIDATES = {"sq8": 100, "pq4fs": 1000}
 #: Lists probed when `ann_nprobe` is 0 (auto; all of them when a month has fewer). Measured on a
 #: 1M-row month of the 10M benchmark (static vectors, short queries, one thread, warm;
-#: benchmarks/RESULTS.md): 256 probed lists reach recall@10 0.955 against exact with 8,192 lists in
+#: benchmarks/log/2026-11-30-ivf-months-and-10m.md): 256 probed lists reach recall@10 0.955 against exact with 8,192 lists in
 #: 2.5 ms, 0.944 with 4,096 in 3.7 ms, 0.967 with 1,024 in 14 ms (finer lists scan fewer rows).
 AUTO_NPROBE = 256
 #: Largest automatic number of lists, and the fewest training rows per list.

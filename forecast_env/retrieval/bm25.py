@@ -494,7 +494,7 @@ class BM25Index:
                           start: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """`score` computed plainly: every posting of every term scored, the union by np.unique.
 
-        The reference that `score` equals bit for bit (tests/retrieval/test_bm25.py, benchmarks/bench_bm25.py).
+        The reference that `score` equals bit for bit (tests/retrieval/test_bm25.py, benchmarks/retrieval/bm25_pruning.py).
         """
         n_docs, total_len = self.prefix_stats(end)
         if n_docs == 0 or k <= 0 or not tokens:

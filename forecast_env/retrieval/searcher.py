@@ -228,10 +228,10 @@ class Searcher:
         `hide`: the article flags whose articles are hidden (None or True: every flag of HIDE_FLAGS, the
         default; False: none; or the names). Environments pass the set their env config selects.
         """
-        from forecast_env.workspace import remote as wsio
+        from forecast_env.workspace.remote import local_for_reading
 
         # an object-store workspace is searched from its pulled local copy (shards are memory-mapped)
-        root = Path(wsio.local_for_reading(workspace)).expanduser().resolve()
+        root = Path(local_for_reading(workspace)).expanduser().resolve()
         manifest = read_index_manifest(root / "index")
         cfg = config if config is not None else load_config("corpus")
         return cls(root, manifest, cfg, hidden_flags(True if hide is None else hide), embedder)

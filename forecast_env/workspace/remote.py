@@ -13,7 +13,8 @@ Resume is as on a local disk: a unit with a marker is done, one without is redon
 
 Stages compute in a node-local scratch folder (`staged`) and publish from there; a Ray task on a node
 without the shared disk fetches its inputs (`RemoteWorkspace.fetch`) and publishes its outputs
-(`RemoteWorkspace.publish`). The endpoint and credentials come from the environment (`storage_options`,
+(`RemoteWorkspace.publish`) through `task.NodeTask`, which also writes its line of the task log
+(`tasklog.py`). The endpoint and credentials come from the environment (`storage_options`,
 `worker_env` for Ray's `runtime_env`). Nothing else in the code base calls fsspec for a workspace.
 """
 
@@ -24,9 +25,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,11 +47,6 @@ ENV_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS
 HASHES = ".wsio-hashes.json"
 #: How many times a reader retries a unit whose bytes do not match its marker (a republish in flight).
 READ_RETRIES = 3
-
-#: Environment variable: a file that every node task (part, merge task, index month) appends one JSON line
-#: to: its kind, wall time, peak resident memory and the bytes it fetched from and published to the bucket
-#: (`task_log`); `{scratch}` in it is this node's scratch folder. Unset: nothing is recorded.
-TASK_LOG = "FORECAST_ENV_TASK_LOG"
 
 #: Bytes this process moved to and from object storage (`traffic()`): data objects only, markers apart.
 _TRAFFIC = {"fetched_bytes": 0, "published_bytes": 0, "fetched_files": 0, "published_files": 0,
@@ -453,49 +447,6 @@ def traffic() -> dict[str, int]:
     return dict(_TRAFFIC)
 
 
-def _peak_rss_mb(reset: bool = False) -> float | None:
-    # VmHWM of this process (Linux); `reset` starts a new peak (/proc/self/clear_refs, value 5)
-    try:
-        with open("/proc/self/status") as fh:
-            kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
-        if reset:
-            with open("/proc/self/clear_refs", "w") as fh:
-                fh.write("5")
-        return round(kib / 1024, 1)
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-@contextlib.contextmanager
-def task_log(kind: str, name: str) -> Iterator[None]:
-    """Record one node task in the file `$FORECAST_ENV_TASK_LOG` names (one JSON line: kind, name, node,
-    wall seconds, peak resident MB of the task's process during the task, bytes fetched and published);
-    nothing when the variable is unset. A task that raises is recorded with its error class."""
-    path = os.environ.get(TASK_LOG)
-    if not path:
-        yield
-        return
-    _peak_rss_mb(reset=True)
-    before, t0 = traffic(), time.perf_counter()
-    error = None
-    try:
-        yield
-    except BaseException as exc:
-        error = type(exc).__name__
-        raise
-    finally:
-        after = traffic()
-        line = {"kind": kind, "name": name, "node": os.environ.get("FORECAST_ENV_SCRATCH") or os.uname().nodename,
-                "pid": os.getpid(), "wall_s": round(time.perf_counter() - t0, 4), "peak_rss_mb": _peak_rss_mb(),
-                **{k: after[k] - before[k] for k in after}, "error": error}
-        scratch = os.environ.get("FORECAST_ENV_SCRATCH") or ""
-        with contextlib.suppress(OSError):
-            target = Path(path.replace("{scratch}", scratch))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "a") as fh:
-                fh.write(json.dumps(line, sort_keys=True) + "\n")
-
-
 def scratch_for(url: str) -> Path:
     """The node-local scratch folder of a workspace URL: `$FORECAST_ENV_SCRATCH/<sha16(url)>`
     (default `~/.cache/forecast-env/scratch/`)."""
@@ -628,7 +579,3 @@ def pulled_prefix(url: str, prefix: str) -> Path:
     remote.pull(local, prefix)
     return local
 
-
-def clear_scratch(url: str) -> None:
-    """Delete a workspace URL's scratch folder on this node."""
-    shutil.rmtree(scratch_for(url), ignore_errors=True)

@@ -1,5 +1,5 @@
 """Many sessions per server under load, faults and bad input (tests/support/harness.py), small counts: the
-verifiers rollout service and the OpenEnv server. benchmarks/bench_sessions.py runs the same harness big."""
+verifiers rollout service and the OpenEnv server. benchmarks/serving/sessions_per_server.py runs the same harness big."""
 
 from __future__ import annotations
 

@@ -240,7 +240,7 @@ def test_grpo_trainer_trains_on_the_environments_rewards(micro_events: Path, tmp
                 return reward
 
         args = GRPOConfig(output_dir=str(tmp_path / "grpo"), use_cpu=True, bf16=False, fp16=False, seed=0,
-                          per_device_train_batch_size=16, num_generations=8, max_steps=2, learning_rate=5e-3,
+                          per_device_train_batch_size=16, num_generations=8, max_steps=1, learning_rate=5e-3,
                           max_completion_length=768, max_tool_calling_iterations=4, beta=0.0, temperature=1.0,
                           logging_steps=1, report_to="none", save_strategy="no", dataloader_num_workers=0)
         trainer = GRPOTrainer(model=model, args=args, processing_class=tok, train_dataset=envs.dataset(),
@@ -250,7 +250,7 @@ def test_grpo_trainer_trains_on_the_environments_rewards(micro_events: Path, tmp
     finally:
         torch.set_num_threads(threads)
 
-    assert trainer.state.global_step == 2
+    assert trainer.state.global_step == args.max_steps
     logs = [h for h in trainer.state.log_history if "reward_std" in h]
     assert any(h["tools/call_frequency"] > 0 for h in logs)  # the model called the environment's tools
     # rewards varied within a group (GRPO's advantages are not all zero): the trainer had a signal
@@ -259,7 +259,7 @@ def test_grpo_trainer_trains_on_the_environments_rewards(micro_events: Path, tmp
     assert changed
 
     # the rewards TRL trained on are the environment's scores of the recorded rollouts
-    assert len(received) == 2 * args.per_device_train_batch_size
+    assert len(received) == args.max_steps * args.per_device_train_batch_size
     labels = _labels(micro_events)
     parts = {(p["event_id"], p["rollout"]): p for p in envs.run.run.parts()}
     assert len(parts) == len(received) == rec["rollouts_recorded"]

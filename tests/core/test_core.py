@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 
 from forecast_env import schema
 from forecast_env.cli.main import main
@@ -28,11 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("section", SECTIONS)
-def test_repo_configs_equal_packaged_defaults(section: str) -> None:
-    """configs/*.yaml (user-editable) must start out identical to the packaged defaults."""
-    assert (REPO / "configs" / f"{section}.yaml").read_text() == (
-        REPO / "forecast_env" / "defaults" / f"{section}.yaml"
-    ).read_text()
+def test_the_packaged_defaults_are_the_repo_configs(section: str) -> None:
+    """configs/*.yaml is the one source: the package reads it through the link forecast_env/defaults."""
+    assert (REPO / "forecast_env" / "defaults").resolve() == (REPO / "configs").resolve()
+    assert default_config(section) == yaml.safe_load((REPO / "configs" / f"{section}.yaml").read_text())
     assert load_config(section) == default_config(section)
 
 

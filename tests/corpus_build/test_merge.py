@@ -1,4 +1,4 @@
-"""The out-of-core merge (corpus_build/merge.py) writes the store of the in-memory merge, byte for byte:
+"""The out-of-core merge (corpus_build/merge/) writes the store of the in-memory merge, byte for byte:
 on the micro world, on a second sample world, and on hand-made parts with every kind of duplicate
 (and records read twice, ties in visibility, hash partitions); the dedup passes never read a body."""
 
@@ -17,9 +17,10 @@ import pytest
 from forecast_env import schema
 from forecast_env.config import load_config
 from forecast_env.corpus_build import merge
-from forecast_env.corpus_build.merge import PartFiles, compute_keys, keys_path, merge_in_memory, merge_parts
+from forecast_env.corpus_build.merge import PartFiles, compute_keys, keys_path, merge_parts
 from forecast_env.corpus_build.report import build_report
 from forecast_env.store import Workspace
+from tests.support.merge_oracle import merge_in_memory
 from tests.support.warc_data import english_body
 
 CFG = load_config("corpus")
@@ -208,10 +209,10 @@ def test_row_group_streaming_writes_the_same_bytes(planted: list[PartFiles], tmp
     """Month shards and dropped tables of more than one row group are written one group at a time
     (spilled by group, parts read once) and still equal the in-memory merge's bytes; rewriting with
     the same rows reports nothing written and leaves no spill or temporary file behind."""
-    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", group_rows)
+    monkeypatch.setattr(merge.store, "ROW_GROUP_ROWS", group_rows)
     streamed: list[str] = []
-    real = merge._write_month_streamed
-    monkeypatch.setattr(merge, "_write_month_streamed", lambda task, out: streamed.append(task.month) or real(task, out))
+    real = merge.store._write_month_streamed
+    monkeypatch.setattr(merge.store, "_write_month_streamed", lambda task, out: streamed.append(task.month) or real(task, out))
     ref, ref_report = _reference(planted, tmp_path / "ref")
     got, res = _out_of_core(planted, tmp_path / "ooc")
     _assert_same(got, ref)
@@ -231,7 +232,7 @@ def test_row_group_streaming_writes_the_same_bytes(planted: list[PartFiles], tmp
 
 def test_micro_world_streamed_by_row_group(micro_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parts = _parts(micro_corpus / "corpus" / "parts")
-    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(merge.store, "ROW_GROUP_ROWS", 4)
     ref, _ = _reference(parts, tmp_path / "ref")
     got, _ = _out_of_core(parts, tmp_path / "ooc")
     _assert_same(got, ref)
@@ -242,7 +243,7 @@ def test_row_group_writer_equals_one_write(tmp_path: Path, monkeypatch: pytest.M
     """Pieces of any sizes give the bytes of one `write_if_changed`; an exception leaves `path` alone."""
     import random
 
-    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", 7)
+    monkeypatch.setattr(merge.store, "ROW_GROUP_ROWS", 7)
     rows = [_drop(f"f{i % 3}.warc.gz", i, "quality", "gopher_short_doc") for i in range(40)]
     table = pa.Table.from_pylist(rows, schema=schema.DROPPED)
     merge.write_if_changed(tmp_path / "whole.parquet", table)
@@ -280,8 +281,8 @@ def test_unchanged_months_are_not_rewritten_and_keys_are_reused(planted: list[Pa
     ref, _ = _reference(planted, tmp_path / "ref")
     _assert_same(again, ref)
     built: list[str] = []
-    real = merge.month_table
-    monkeypatch.setattr(merge, "month_table", lambda task: built.append(task.month) or real(task))
+    real = merge.store.month_table
+    monkeypatch.setattr(merge.store, "month_table", lambda task: built.append(task.month) or real(task))
     _, res = _out_of_core(planted, tmp_path / "ws")
     assert res.written == {"articles": [], "dropped": [], "removed": []}
     assert built == []  # every month's plan is recorded and its shard untouched: no part is read again
@@ -306,7 +307,7 @@ def test_dedup_passes_never_read_a_body(planted: list[PartFiles], tmp_path: Path
                                         monkeypatch: pytest.MonkeyPatch, group_rows: int) -> None:
     """Only the keys pass (one part at a time) and the month shards read article text; a shard
     written by row group reads its sort columns first, then each part once."""
-    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", group_rows)
+    monkeypatch.setattr(merge.store, "ROW_GROUP_ROWS", group_rows)
     real = pq.read_table
     reads: list[tuple[str, str, tuple | None]] = []
 
@@ -319,7 +320,7 @@ def test_dedup_passes_never_read_a_body(planted: list[PartFiles], tmp_path: Path
         reads.append((caller, Path(source).name, tuple(columns) if columns is not None else None))
         return real(source, *args, columns=columns, **kwargs)
 
-    monkeypatch.setattr(merge.pq, "read_table", spy)
+    monkeypatch.setattr(merge.store.pq, "read_table", spy)
     _out_of_core(planted, tmp_path / "ooc", rows_per_task=4)
     text = {"body", "title", "summary"}
     by_caller: dict[str, set] = {}
@@ -339,7 +340,7 @@ def test_dedup_passes_never_read_a_body(planted: list[PartFiles], tmp_path: Path
     if group_rows == 1:
         # months of one row still go through month_table
         assert "_month_spill" in readers_of_text and readers_of_text <= {"write_part_keys", "_month_spill", "month_table"}
-        assert {c for _, c in by_caller["_month_order"]} == {tuple(merge._SORT_SHARD)}
+        assert {c for _, c in by_caller["_month_order"]} == {tuple(merge.store._SORT_SHARD)}
         # a streamed month reads each of its parts once for its rows (after once for the sort columns)
         spills = [name for caller, name, _ in reads if caller == "_month_spill"]
         assert len(spills) == len([1 for caller, _, _ in reads if caller == "_month_order"])

@@ -7,8 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecast_env.config import load_config
-from forecast_env.corpus_build import quality as _q
+from forecast_env.corpus_build import quality_text as _q
 from forecast_env.corpus_build.quality import (
+    PROFILE_NAMES,
+    PROFILES,
     C4Filter,
     FineWebFilter,
     GopherQualityFilter,
@@ -20,6 +22,7 @@ from forecast_env.corpus_build.quality import (
 )
 from forecast_env.errors import ConfigError
 from forecast_env.schema import CORPUS_REASONS
+from tests.support import quality_reference as _ref
 
 NEWS = "\n\n".join(
     [
@@ -215,7 +218,7 @@ def test_tokenizers() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the fast n-gram statistics equal datatrove's walks (the reference loops kept in quality.py)
+# the fast n-gram statistics equal datatrove's walks (the reference loops in tests/support/quality_reference.py)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -226,8 +229,8 @@ _TOKENS = st.lists(st.sampled_from(["a", "bb", "the", "of", "ccc", ".", "x", "yy
 @given(words=_TOKENS, n=st.integers(min_value=1, max_value=10))
 def test_ngram_index_equals_the_reference_walks(words: list[str], n: int) -> None:
     index = _q._NgramIndex(words)
-    assert index.dup_chars(n) == _q._all_dup_ngram_chars(words, [len(w) for w in words], n)
-    assert index.top_chars(n) == _q._top_ngram_chars(words, n)
+    assert index.dup_chars(n) == _ref.all_dup_ngram_chars(words, [len(w) for w in words], n)
+    assert index.top_chars(n) == _ref.top_ngram_chars(words, n)
 
 
 @settings(max_examples=200, deadline=None)
@@ -240,8 +243,8 @@ def test_ngram_index_on_repeated_passages(blocks: list[list[str]], reps: list[in
         words += block * (1 + (reps[i] if i < len(reps) else 0))
     index = _q._NgramIndex(words)
     for n in range(2, 11):
-        assert index.dup_chars(n) == _q._all_dup_ngram_chars(words, [len(w) for w in words], n), n
-        assert index.top_chars(n) == _q._top_ngram_chars(words, n), n
+        assert index.dup_chars(n) == _ref.all_dup_ngram_chars(words, [len(w) for w in words], n), n
+        assert index.top_chars(n) == _ref.top_ngram_chars(words, n), n
 
 
 def test_cached_tokens_are_not_shared_between_texts() -> None:
@@ -277,7 +280,7 @@ def test_tokens_equal_the_word_regex(text: str) -> None:
 @given(text=_TEXTS)
 def test_gopher_counts_equal_the_token_by_token_reference(text: str) -> None:
     _q._ngram_index.cache_clear()
-    assert _q._gopher_stats.__wrapped__(text) == _q._gopher_stats_reference(text)
+    assert _q._gopher_stats.__wrapped__(text) == _ref.gopher_stats(text)
 
 
 def _sent_tokenize_reference(text: str) -> list[str]:
@@ -328,10 +331,10 @@ def _c4_reference(f: C4Filter, text: str) -> tuple[bool, str | None, str | None,
 
 
 _C4_VARIANTS = [
-    {**_q.PROFILES["paper"]["c4"]}, {**_q.PROFILES["news"]["c4"]},
-    {**_q.PROFILES["paper"]["c4"], "filter_no_terminal_punct": True, "max_word_length": 12, "min_sentences": 1},
-    {**_q.PROFILES["news"]["c4"], "min_words_per_line": 0, "remove_citations": False, "filter_policy": False},
-    {**_q.PROFILES["news"]["c4"], "filter_javascript": False, "max_word_length": -1, "min_sentences": 0},
+    {**PROFILES["paper"]["c4"]}, {**PROFILES["news"]["c4"]},
+    {**PROFILES["paper"]["c4"], "filter_no_terminal_punct": True, "max_word_length": 12, "min_sentences": 1},
+    {**PROFILES["news"]["c4"], "min_words_per_line": 0, "remove_citations": False, "filter_policy": False},
+    {**PROFILES["news"]["c4"], "filter_javascript": False, "max_word_length": -1, "min_sentences": 0},
 ]
 
 
@@ -358,7 +361,7 @@ def test_dup_ngrams_in_any_order_equal_the_reference(blocks: list[list[str]], or
     index = _q._NgramIndex(words)
     lengths = [len(w) for w in words]
     for n in order:
-        assert index.dup_chars(n) == _q._all_dup_ngram_chars(words, lengths, n), n
+        assert index.dup_chars(n) == _ref.all_dup_ngram_chars(words, lengths, n), n
 
 
 def test_profiles_share_the_per_text_passes_and_judge_as_without() -> None:
@@ -367,7 +370,7 @@ def test_profiles_share_the_per_text_passes_and_judge_as_without() -> None:
     another)."""
     bodies = [NEWS, NEWS + "\n\nPlease enable JavaScript.\n\nShort.", "Too short.", NEWS.replace(".", " {x}.", 2),
               "lorem ipsum dolor sit amet " * 20, NEWS + "\n\n" + "Advertisement\n\n" * 8]
-    filters = {p: build_filters({"profile": p}) for p in _q.PROFILE_NAMES}
+    filters = {p: build_filters({"profile": p}) for p in PROFILE_NAMES}
     shared = [[apply_filters(b, fs) for fs in filters.values()] for b in bodies]
     for fn in (_q._tokens, _q._gopher_stats, _q._c4_lines, _q._ngram_index):
         fn.cache_clear()
@@ -391,7 +394,7 @@ def test_shared_passes_give_the_same_verdicts_from_many_threads() -> None:
 
     bodies = [NEWS + f"\n\nParagraph number {i} adds a sentence about the council's vote. " * (1 + i % 3)
               for i in range(40)] + ["Too short.", "lorem ipsum dolor sit amet " * 30]
-    filters = {p: build_filters({"profile": p}) for p in _q.PROFILE_NAMES}
+    filters = {p: build_filters({"profile": p}) for p in PROFILE_NAMES}
 
     def judge(body: str) -> list:
         return [(r.keep, r.reason, r.detail, r.text) for r in (apply_filters(body, fs) for fs in filters.values())]

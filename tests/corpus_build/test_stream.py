@@ -381,9 +381,9 @@ def test_progress_counts_records_and_bytes_within_a_file(served_world, tmp_path,
     """While a file streams, its worker records how far it is (records read, bytes consumed) after every
     chunk, where the build's progress line reads it: the figures grow inside each file, stay below its
     size, and are gone once the file is done."""
-    from forecast_env.corpus_build import pipeline
+    from forecast_env.corpus_build import file_stages, pipeline
 
-    monkeypatch.setattr(pipeline, "CHUNK_RECORDS", 4)
+    monkeypatch.setattr(file_stages, "CHUNK_RECORDS", 4)
     seen: list[tuple[str, tuple[int, int, int]]] = []
     real = pipeline._progress_writer
 

@@ -358,44 +358,42 @@ def test_play_world_through_stdin(ws, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # shares the gate world's build with test_acceptance.py
-def test_world_and_episode_runs_score_the_same_rows_on_the_gate_world(gate_events, gate_episode_forecasts):
-    """On the acceptance gate's world (64 events, every split): a world run scores exactly the (event, date)
-    rows an episode run scores, the uniform agent's table is identical, and every scheduled question of the
-    reading agent had a standing forecast. Whether reading beats the blind forecast is the acceptance
-    question; its world-mode interval runs in `make bench` (benchmarks/bench_world.py)."""
+def test_world_and_episode_runs_score_the_same_rows_on_a_built_world(micro_events):
+    """On the `micro` sample world (really built: corpus, index, events; every split): a world run scores exactly
+    the (event, date) rows an episode run scores, the uniform agent's table is identical, and every scheduled
+    question of the reading agent had a standing forecast. The same check on the acceptance gate's world (64
+    events), and whether reading beats the blind forecast there, run in `make bench`
+    (benchmarks/envs/world_mode.py)."""
     import polars as pl
 
     from forecast_env.eval.runs.runner import run_benchmark
 
-    # the episode side is the acceptance gate's own run (a session fixture: played once for both checks)
-    tables = {"episode": gate_episode_forecasts.filter(~pl.col("missing"))}
-    run_dir = run_benchmark(gate_events, ["uniform", "retrieval"], split="all", workers=1,
-                            run_id="gate-world-rows", progress=False, mode="world")
-    tables["world"] = pl.read_parquet(run_dir / "forecasts.parquet").filter(~pl.col("missing"))
+    # the shared workspace: each run writes only its own folder, runs/<run id>
+    tables = {}
+    for mode in ("episode", "world"):
+        run_dir = run_benchmark(micro_events, ["uniform", "retrieval"], split="all", workers=1,
+                                run_id=f"world-rows-{mode}", progress=False, mode=mode)
+        tables[mode] = pl.read_parquet(run_dir / "forecasts.parquet").filter(~pl.col("missing"))
     keys = ["agent", "event_id", "forecast_date"]
     ep, wo = (tables[m].select(*keys, "step", "brier", "fallback").sort(keys) for m in ("episode", "world"))
-    assert ep["event_id"].n_unique() >= 60
+    assert ep["event_id"].n_unique() == pl.read_parquet(micro_events / "events" / "events.parquet").height
     assert ep.select(*keys, "step").equals(wo.select(*keys, "step"))
     uni = [t.filter(pl.col("agent") == "uniform")["brier"].to_list() for t in (ep, wo)]
     assert uni[0] == uni[1]
     assert wo["fallback"].null_count() == wo.height  # the WorldPlayer set a standing forecast in time
 
 
-@pytest.mark.benchmark  # the gate world: minutes on 2 cores (benchmarks/RESULTS.md, world-mode section)
+@pytest.mark.benchmark  # the gate world: minutes on 2 cores (benchmarks/log/2026-11-30-world-mode.md)
 @pytest.mark.timeout(5400)  # builds the world when it is not cached
 def test_world_mode_benchmark_on_the_gate_world(capsys):
     """`make bench`: the scripted walk gives the same table in both modes, and retrieval - uniform in world
     mode has an event-clustered 95% interval below 0 (the benchmark script's own verdict) on its default
     world, the one-world gate's (gate preset, seed 1, every split: 64 events; tiny's 34 eval events are
     too few to resolve the reader's gain)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import bench_world
+    from benchmarks.envs import world_mode
 
     with capsys.disabled():
-        assert bench_world.main([]) == 0
+        assert world_mode.main([]) == 0
 
 
 def test_fuzzed_actions_never_raise_nor_fail_inside(ws, searcher):

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import random
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.envs import acceptance  # one home for building the worlds and the figures
 from forecast_env.agents import retrieval
 from forecast_env.agents.lexicon import MIN_POLARITY, NEGATORS, cue_lexicon, lexicon_path, pattern_lexicon
 from forecast_env.synth import phrasing
@@ -27,10 +27,6 @@ from forecast_env.synth.presets import PRESETS
 from forecast_env.synth.prose import event_article
 from forecast_env.synth.scenarios import SCENARIOS
 from forecast_env.synth.world import build_events
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-import bench_acceptance  # noqa: E402  (one home for building the worlds and the figures)
 
 
 def _bank_a_templates() -> list[str]:
@@ -130,16 +126,16 @@ def test_default_bank_follows_the_seed():
 def test_retrieval_beats_uniform_on_one_world(gate_events, gate_episode_forecasts):
     """The one-world gate of `make test`: on the `gate` world of conftest's GATE_SEED (64 events, train and
     eval: no agent here is fitted), retrieval - uniform (Brier, event-clustered 95% interval) lies below 0.
-    The world and its run are session fixtures that test_world.py's world-mode check shares."""
-    fig = bench_acceptance.figures(gate_episode_forecasts)
+    The world and its run are session fixtures (tests/conftest.py), built once per run."""
+    fig = acceptance.figures(gate_episode_forecasts)
     assert fig["n_events"] >= 60, fig
-    assert bench_acceptance.verdict([(f"gate world {gate_events.parent.name}", fig)]) == [], fig
+    assert acceptance.verdict([(f"gate world {gate_events.parent.name}", fig)]) == [], fig
 
 
-@pytest.mark.benchmark  # three gate worlds: many minutes on 2 cores (benchmarks/RESULTS.md, acceptance section)
+@pytest.mark.benchmark  # three gate worlds: many minutes on 2 cores (benchmarks/log/2026-11-30-acceptance.md)
 @pytest.mark.timeout(5400)
 def test_acceptance_three_worlds(capsys):
     """`make bench`: gate worlds of seeds 0, 1, 2 (banks a, b, a); retrieval beats uniform in each, and the
     pooled interval lies below 0 (the benchmark script's own verdict; it prints the RESULTS.md table)."""
     with capsys.disabled():
-        assert bench_acceptance.main(["--preset", "gate", "--seeds", "0,1,2", "--split", "all"]) == 0
+        assert acceptance.main(["--preset", "gate", "--seeds", "0,1,2", "--split", "all"]) == 0

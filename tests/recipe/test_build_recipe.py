@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from forecast_env.cli.main import main
-from forecast_env.eval.recipe import (
+from forecast_env.recipe import (
     EXIT_AUDIT_FAIL,
     EXIT_BAD_INPUT,
     EXIT_ITEMS_FAILED,

@@ -1,11 +1,12 @@
 """The dry-run plan's rates and the quality-profile switch (issue 30 items 1 and 4): every rate comes
-with the benchmark command that RESULTS.md prints for it; the stage lines add up to the total; the plan
-says what switching the default `news` profile to `paper` would drop, from a build's parts when there
-is one."""
+from the data file forecast_env/rates.json with the benchmark command that measures it (its script
+exists), the date and the machine state; the stage lines add up to the total; the plan says what
+switching the default `news` profile to `paper` would drop, from a build's parts when there is one."""
 
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,11 @@ import pytest
 from forecast_env.config import load_config
 from forecast_env.corpus_build.pipeline import build_corpus
 from forecast_env.corpus_build.rates import MERGE_SECONDS_PER_MILLION
-from forecast_env.eval.recipe import PLAN_RATES, load_recipe, plan_recipe, render_plan
+from forecast_env.rates import MACHINE_STATES, read_rates
+from forecast_env.recipe import PLAN_RATES, load_recipe, plan_recipe, render_plan
 from tests.support.warc_data import Page, english_body, write_warc
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "RESULTS.md"
+REPO = Path(__file__).resolve().parents[2]
 
 #: a results round-up (tests/corpus_build/test_quality_profiles.py's): paper drops it (gopher_alpha_words: its tokens are mostly numbers and
 #: punctuation), news keeps it
@@ -34,17 +36,14 @@ SCORES = "\n\n".join([
 ])
 
 
-def _results_text() -> str:
-    """RESULTS.md with commands printed over several lines joined at their trailing backslashes."""
-    return re.sub(r"\s*\\\n\s*", " ", RESULTS.read_text())
-
-
-def test_every_plan_rate_cites_a_command_printed_in_results() -> None:
-    text = _results_text()
-    for key, rate in PLAN_RATES.items():
-        assert rate.command in text, f"PLAN_RATES[{key!r}]: its command is not in benchmarks/RESULTS.md"
-        assert f"benchmarks/{rate.script()}" in rate.command and rate.value > 0, key
-        assert rate.section.split(" / ")[-1] in text, (key, rate.section)
+def test_every_rate_names_its_benchmark_script_date_and_machine_state() -> None:
+    rates = read_rates()
+    assert set(PLAN_RATES) - {"merge"} <= set(rates)
+    for key, rate in {**rates, **PLAN_RATES}.items():
+        assert rate.value > 0 and rate.unit and rate.measured_on and rate.section, key
+        assert (REPO / rate.script_path()).is_file(), f"rate {key}: its script {rate.script_path()} does not exist"
+        assert rate.script_path() == f"benchmarks/{rate.script()}", key
+        assert date.fromisoformat(rate.date).isoformat() == rate.date and rate.state in MACHINE_STATES, key
     # the merge's rate is the model corpus_build.rates uses, not a copy that could drift
     assert PLAN_RATES["merge"].value == pytest.approx(sum(MERGE_SECONDS_PER_MILLION.values()))
 
@@ -86,7 +85,7 @@ def test_no_build_the_plan_gives_the_expected_share(tmp_path: Path) -> None:
     assert plan.profile["share"] == pytest.approx(1 - PLAN_RATES["keep.paper"].value / PLAN_RATES["keep.news"].value)
     line = next(ln for ln in render_plan(plan).splitlines() if "quality profile" in ln)
     assert "news (the default)" in line and "--set quality.profile=paper" in line and "no build" in line
-    assert f"{100 * plan.profile['share']:.1f}%" in line and "bench_quality_profiles.py [7, 8]" in line
+    assert f"{100 * plan.profile['share']:.1f}%" in line and "corpus/quality_profile_keep.py [7, 8]" in line
     same = plan_recipe(load_recipe("small", ["corpus.quality.profile=paper"]), tmp_path / "ws", offline=True)
     assert same.profile["from"] == "same profile" and "keep.paper" not in same.rates
 
@@ -117,7 +116,6 @@ def test_a_build_the_plan_counts_from_the_parts(tmp_path: Path) -> None:
         "parts, quality stage", "paper", 1, {"gopher_alpha_words": 1})
 
 
-REPO = RESULTS.parents[1]
 PLAN_START = "```\n$ forecast-env build --recipe dojo --workspace ws --dry-run --offline\n"
 MONTHS_ELIDED = "  ...             (one line per month, 2025-03 .. 2026-05)"
 RATES_ELIDED = "  ...             (one line per cited rate: its value, what it was measured on, its benchmark command)"

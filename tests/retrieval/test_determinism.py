@@ -1,19 +1,16 @@
 """Same dense answers on any machine (issue 31 item 1): one child process per setting (FAISS reads
 FAISS_SIMD_LEVEL, OpenMP and OpenBLAS their variables at load), months past FAISS's database-parallel
 size (flat float32 12,000 rows, float16 11,000, IVF sq8 12,000) with exact and near duplicates; every
-answer's ids, order and score bits must equal the reference setting's (benchmarks/bench_determinism.py)."""
+answer's ids, order and score bits must equal the reference setting's (benchmarks/retrieval/determinism.py)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import bench_determinism as bd
-
+from benchmarks.retrieval import determinism as bd
 from forecast_env.retrieval.ann import fixed_dot
 
 REFERENCE = {"OMP_NUM_THREADS": "1", "FAISS_SIMD_LEVEL": "AVX512", "OPENBLAS_NUM_THREADS": "1"}
@@ -81,7 +78,7 @@ def test_the_probe_sees_the_differences_of_float32_scoring(fixture_dir):
 
 @pytest.mark.benchmark
 def test_full_matrix(tmp_path):
-    """Every setting of bench_determinism's matrix (threads 1 / 2 / 8, SIMD levels, OpenBLAS threads and
+    """Every setting of benchmarks.retrieval.determinism's matrix (threads 1 / 2 / 8, SIMD levels, OpenBLAS threads and
     core types; onnx and static query encoders; BM25, dense and hybrid through Searcher): 0 differences."""
     d = bd.make_fixture(tmp_path / "full")
     report = bd.matrix(d, full=True)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from forecast_env.errors import WorkspaceError
-from forecast_env.workspace import remote as wsio
+from forecast_env.workspace.remote import RemoteWorkspace, is_remote, pull_workspace, traffic, unit_of
+from forecast_env.workspace.tasklog import TASK_LOG
 
 #: reader-visible files that hold build times or paths (compared through their snapshot ids instead)
 VOLATILE = ("manifest.json", "report.json", "report.md", "months.json")
@@ -45,7 +46,7 @@ def s3_world(s3_server: str, micro_world: Path, micro_events: Path, tmp_path_fac
     corpus = build_corpus(sorted((micro_world / "news").glob("*.warc.gz")), url, workers=1, progress=False)
     index = build_index(url, progress=False)
     build_events(micro_world / "polymarket", url, progress=False)
-    pulled = wsio.pull_workspace(url, tmp_path_factory.mktemp("pulled"))
+    pulled = pull_workspace(url, tmp_path_factory.mktemp("pulled"))
     return {"url": url, "corpus": corpus, "index": index, "pulled": pulled, "local": micro_events}
 
 
@@ -65,7 +66,7 @@ def test_s3_build_equals_local_build(s3_world) -> None:
 
 
 def test_units_and_markers(s3_world) -> None:
-    remote = wsio.RemoteWorkspace.at(s3_world["url"])
+    remote = RemoteWorkspace.at(s3_world["url"])
     units = remote.published(refresh=True)
     assert {"corpus", "index", "events"} <= set(units)
     assert any(u.startswith("corpus/parts/") for u in units) and any(u.startswith("index/months/") for u in units)
@@ -94,29 +95,29 @@ def test_reader_sees_only_published_units(s3_bucket: str, tmp_path: Path) -> Non
     (src / "index" / "dense" / "2024-01.faiss").write_bytes(b"v1" * 100)
     (src / "index" / "manifest.json").write_text('{"v": 1}')
     url = f"{s3_bucket}/ws"
-    remote = wsio.RemoteWorkspace.at(url)
+    remote = RemoteWorkspace.at(url)
     remote.publish(src, prefix="index/")
     # a second publish killed after its data objects: a child process dies at the crash point
     (src / "index" / "dense" / "2024-02.faiss").write_bytes(b"new" * 50)
-    code = ("import sys; from forecast_env.workspace import remote as wsio; "
-            "wsio.RemoteWorkspace.at(sys.argv[1]).publish(sys.argv[2], prefix='index/')")
+    code = ("import sys; from forecast_env.workspace.remote import RemoteWorkspace; "
+            "RemoteWorkspace.at(sys.argv[1]).publish(sys.argv[2], prefix='index/')")
     env = {**os.environ, "FORECAST_ENV_CRASH_AT": "wsio.data:1"}
     proc = subprocess.run([sys.executable, "-c", code, url, str(src)], env=env, capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
     assert remote.fs.exists(remote.key("index/dense/2024-02.faiss"))  # the data object is there ...
-    fresh = wsio.RemoteWorkspace.at(url)
+    fresh = RemoteWorkspace.at(url)
     assert "index/months/2024-02" not in fresh.published(refresh=True)  # ... but not published
     # the artifact's own marker went first: no reader takes a generation that is being changed
     assert "index" not in fresh.published() and "index/months/2024-01" in fresh.published()
     with pytest.raises(WorkspaceError, match="interrupted or is running"):
-        wsio.pull_workspace(url, tmp_path / "mid", prefixes=("index/",))
+        pull_workspace(url, tmp_path / "mid", prefixes=("index/",))
     out = tmp_path / "out"
     fresh.pull(out)
     assert not (out / "index/dense/2024-02.faiss").exists()
     assert (out / "index/dense/2024-01.faiss").read_bytes() == b"v1" * 100
     # resume: the rerun publishes the unit, the reader then sees it
-    assert wsio.RemoteWorkspace.at(url).publish(src, prefix="index/") == ["index/months/2024-02", "index"]
-    wsio.RemoteWorkspace.at(url).pull(out)
+    assert RemoteWorkspace.at(url).publish(src, prefix="index/") == ["index/months/2024-02", "index"]
+    RemoteWorkspace.at(url).pull(out)
     assert (out / "index/dense/2024-02.faiss").read_bytes() == b"new" * 50
 
 
@@ -126,11 +127,11 @@ def test_reader_rejects_bytes_its_marker_does_not_list(s3_bucket: str, tmp_path:
     src = tmp_path / "src"
     (src / "events").mkdir(parents=True)
     (src / "events" / "events.parquet").write_bytes(b"a" * 64)
-    remote = wsio.RemoteWorkspace.at(f"{s3_bucket}/ws")
+    remote = RemoteWorkspace.at(f"{s3_bucket}/ws")
     remote.publish(src, prefix="events/")
     remote.fs.pipe_file(remote.key("events/events.parquet"), b"b" * 64)  # same size, other bytes
     with pytest.raises(WorkspaceError, match="keeps changing under its marker"):
-        wsio.RemoteWorkspace.at(f"{s3_bucket}/ws").pull(tmp_path / "out")
+        RemoteWorkspace.at(f"{s3_bucket}/ws").pull(tmp_path / "out")
     assert not (tmp_path / "out" / "events" / "events.parquet").exists()
 
 
@@ -141,7 +142,7 @@ def test_republish_unpublishes_before_changing(s3_bucket: str, tmp_path: Path) -
     (src / "corpus").mkdir(parents=True)
     (src / "corpus" / "report.json").write_bytes(b"1")
     (src / "corpus" / "report.md").write_bytes(b"2")
-    remote = wsio.RemoteWorkspace.at(f"{s3_bucket}/ws")
+    remote = RemoteWorkspace.at(f"{s3_bucket}/ws")
     remote.publish(src, prefix="corpus/")
     (src / "corpus" / "report.json").write_bytes(b"one")
     (src / "corpus" / "report.md").unlink()
@@ -158,7 +159,7 @@ def test_republish_unpublishes_before_changing(s3_bucket: str, tmp_path: Path) -
     finally:
         del remote.fs.put_file
     assert seen == [False]
-    files = wsio.RemoteWorkspace.at(f"{s3_bucket}/ws").published(refresh=True)["corpus"]["files"]
+    files = RemoteWorkspace.at(f"{s3_bucket}/ws").published(refresh=True)["corpus"]["files"]
     assert sorted(files) == ["corpus/report.json"]
     assert not remote.fs.exists(remote.key("corpus/report.md"))
 
@@ -182,27 +183,27 @@ def test_failed_corpus_build_resumes_from_published_parts(s3_bucket: str, micro_
     monkeypatch.setattr(pipeline, "merge_parts", boom)
     with pytest.raises(RuntimeError, match="node lost"):
         pipeline.build_corpus(warcs, url, workers=1, progress=False)
-    remote = wsio.RemoteWorkspace.at(url)
+    remote = RemoteWorkspace.at(url)
     units = remote.published(refresh=True)
     assert "corpus" not in units and len([u for u in units if u.startswith("corpus/parts/")]) == len(warcs)
     monkeypatch.setattr(pipeline, "merge_parts", real)
     monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(tmp_path / "node-b"))  # nothing local: all from the bucket
     summary = pipeline.build_corpus(warcs, url, workers=1, progress=False)
     assert summary["counts"]["files_processed"] == 0  # every part came from its marker
-    assert "corpus" in wsio.RemoteWorkspace.at(url).published(refresh=True)
+    assert "corpus" in RemoteWorkspace.at(url).published(refresh=True)
 
 
 def test_url_helpers() -> None:
-    assert wsio.is_remote("s3://b/p") and wsio.is_remote("memory://x")
-    assert not wsio.is_remote("/tmp/ws") and not wsio.is_remote("file:///tmp/ws") and not wsio.is_remote("ws")
-    assert wsio.unit_of("corpus/parts/CC-NEWS-1-abc.keys-12.parquet") == "corpus/parts/CC-NEWS-1-abc"
-    assert wsio.unit_of("index/bm25/2025-05/rows.npy") == "index/months/2025-05"
-    assert wsio.unit_of("index/manifest.json") == "index"
-    assert wsio.unit_of("corpus/articles/2025-05.parquet") == "corpus/articles/2025-05"
-    assert wsio.unit_of("corpus/dropped/quality.parquet") == "corpus/dropped/quality"
-    assert wsio.unit_of("corpus/merge/ranks.npy") == "corpus/merge"
-    assert wsio.unit_of("corpus/manifest.json") == "corpus"
-    assert wsio.unit_of("events/events.parquet") == "events"
+    assert is_remote("s3://b/p") and is_remote("memory://x")
+    assert not is_remote("/tmp/ws") and not is_remote("file:///tmp/ws") and not is_remote("ws")
+    assert unit_of("corpus/parts/CC-NEWS-1-abc.keys-12.parquet") == "corpus/parts/CC-NEWS-1-abc"
+    assert unit_of("index/bm25/2025-05/rows.npy") == "index/months/2025-05"
+    assert unit_of("index/manifest.json") == "index"
+    assert unit_of("corpus/articles/2025-05.parquet") == "corpus/articles/2025-05"
+    assert unit_of("corpus/dropped/quality.parquet") == "corpus/dropped/quality"
+    assert unit_of("corpus/merge/ranks.npy") == "corpus/merge"
+    assert unit_of("corpus/manifest.json") == "corpus"
+    assert unit_of("events/events.parquet") == "events"
 
 
 def test_cli_build_ls_pull(s3_world, s3_bucket: str, micro_world: Path, tmp_path: Path,
@@ -240,7 +241,7 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     url = f"{s3_bucket}/ws"
     driver, nodes = tmp_path / "driver", [tmp_path / "node-1", tmp_path / "node-2"]
     monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(driver))
-    monkeypatch.setenv(wsio.TASK_LOG, "{scratch}/tasks.jsonl")  # each node's own record of its tasks
+    monkeypatch.setenv(TASK_LOG, "{scratch}/tasks.jsonl")  # each node's own record of its tasks
     seen: list[tuple[str, str, bool]] = []
     own_reads: list[int] = []
 
@@ -249,25 +250,26 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
             node = nodes[i % 2]
             monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(node))
             try:
-                before = wsio.traffic()["marker_reads"]
-                seen.append((type(fn).__name__, node.name, "corpus" in wsio.RemoteWorkspace.at(url).published(
-                    refresh=True)))
-                own_reads.append(wsio.traffic()["marker_reads"] - before)  # the test's own look, not the build's
+                before = traffic()["marker_reads"]
+                # the one node-task mechanism, labelled by its item's step (a part or a merge task)
+                seen.append((f"{type(fn).__name__}/{item.kind.split('.')[0]}", node.name,
+                             "corpus" in RemoteWorkspace.at(url).published(refresh=True)))
+                own_reads.append(traffic()["marker_reads"] - before)  # the test's own look, not the build's
                 yield fn(item)
             finally:
                 monkeypatch.setenv("FORECAST_ENV_SCRATCH", str(driver))
 
     monkeypatch.setattr(executor, "ray_session", lambda *a, **k: contextlib.nullcontext())
     monkeypatch.setattr(pipeline, "map_unordered", two_nodes)
-    monkeypatch.setattr(merge, "map_unordered", two_nodes)
+    monkeypatch.setattr(merge.run, "map_unordered", two_nodes)
     warcs = sorted((micro_world / "news").glob("*.warc.gz"))
-    reads_before = wsio.traffic()["marker_reads"]
+    reads_before = traffic()["marker_reads"]
     summary = pipeline.build_corpus(warcs, url, workers=2, engine="ray", progress=False)
-    marker_reads = wsio.traffic()["marker_reads"] - reads_before - sum(own_reads)
+    marker_reads = traffic()["marker_reads"] - reads_before - sum(own_reads)
     kinds = {k for k, _, _ in seen}
-    assert kinds == {"PartOnNode", "TaskOnNode"}, kinds
+    assert kinds == {"NodeTask/part", "NodeTask/merge"}, kinds
     # keys, pairs and store tasks all ran on the nodes (each keys task on its part's node)
-    store = [s for s in seen if s[0] == "TaskOnNode"]
+    store = [s for s in seen if s[0] == "NodeTask/merge"]
     assert len(store) > len(warcs) and {n for _, n, _ in store} == {"node-1", "node-2"}
     for node in nodes:
         assert list(node.rglob("corpus/articles/*.parquet")), f"{node.name} wrote no month shard"
@@ -283,11 +285,11 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     # a node reads each part once: later tasks on it find the verified copy in its scratch
     fetched = sum(r["fetched_files"] for r in logged)
     assert 0 < fetched <= 2 * 3 * len(warcs) + 2 * len(nodes) * (1 + 10)
-    got = _content_files(wsio.pull_workspace(url, tmp_path / "pulled", prefixes=("corpus/",)))
+    got = _content_files(pull_workspace(url, tmp_path / "pulled", prefixes=("corpus/",)))
     want = {k: v for k, v in _content_files(micro_events).items() if k.startswith("corpus/")}
     assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
     assert summary["snapshot_id"] == json.loads((micro_events / "corpus/manifest.json").read_text())["snapshot_id"]
-    units = wsio.RemoteWorkspace.at(url).published(refresh=True)
+    units = RemoteWorkspace.at(url).published(refresh=True)
     assert {u for u in units if u.startswith("corpus/articles/")} == {
         f"corpus/articles/{p.stem}" for p in (micro_events / "corpus/articles").glob("*.parquet")}
     assert "corpus/merge" in units and not any(r.endswith("ranks.npy") for r in units["corpus/merge"]["files"])
@@ -301,6 +303,6 @@ def test_the_whole_corpus_build_on_two_nodes_without_the_drivers_disk(s3_bucket:
     again = pipeline.build_corpus(warcs, url, workers=2, engine="ray", progress=False)
     assert again["counts"]["files_processed"] == 0 and again["snapshot_id"] == summary["snapshot_id"]
     assert summary["written"]["articles"] and again["written"] == {"articles": [], "dropped": [], "removed": []}
-    assert "corpus" in wsio.RemoteWorkspace.at(url).published(refresh=True)
+    assert "corpus" in RemoteWorkspace.at(url).published(refresh=True)
     # the store tasks of the rebuild ran while the corpus marker was down
     assert seen and not any(up for kind, _, up in seen[-3:])

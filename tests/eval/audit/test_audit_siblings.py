@@ -1,17 +1,14 @@
-"""Audit check 6 `siblings` (docs/design.md §8) and check 1 with the exposure day: FAIL on the planted
-follow-ups of the `siblings` world with the rule off, PASS with it on; the audit's own detector; the
-probe's power on a simulated table; check 1 catches a date on or after the exposure day."""
+"""Audit check 6 `siblings` (docs/design.md §8): FAIL on the planted follow-ups of the `siblings` world with
+the rule off, PASS with it on; the audit's own detector; the probe's power on a simulated table. (Check 1 on
+the exposure day: test_audit_schedule.py; the `siblings` fixture: conftest.py.)"""
 
 from __future__ import annotations
 
-import shutil
-from datetime import timedelta
 from pathlib import Path
 
-import polars as pl
 import pytest
 
-from forecast_env.eval.audit.run import FAIL, PASS, AuditSettings, run_audit
+from forecast_env.eval.audit.run import FAIL, PASS, run_audit
 from forecast_env.eval.audit.siblings import (
     cued,
     key_words,
@@ -22,15 +19,8 @@ from forecast_env.eval.audit.siblings import (
     stated_outcome,
 )
 from forecast_env.eval.audit.structure import ProbeSettings
-from forecast_env.store import Workspace, atomic_write_table, read_table
+from tests.support.audit_data import SIBLINGS_FAST
 from tests.support.siblings import build_siblings
-
-FAST = AuditSettings(draws=400)
-
-
-@pytest.fixture(scope="module")
-def siblings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return build_siblings(tmp_path_factory.mktemp("siblings-audit"))
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +31,13 @@ def siblings_large(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_check6_count_and_probe_both_fail_with_the_rule_off_on_the_large_world(siblings_large) -> None:
     """On `siblings_large` (enough exposed dates in both splits for the probe to have power) the rule
     off fails BOTH the count and the probe; the rule on passes the count and the probe does not FAIL."""
-    off = run_audit(siblings_large["off"], "eval", checks=["siblings"], settings=FAST).check("siblings")
+    off = run_audit(siblings_large["off"], "eval", checks=["siblings"], settings=SIBLINGS_FAST).check("siblings")
     assert off.verdict == FAIL and off.figures["count_share"] > 0.01, off.reason
     probe = off.figures["probe"]
     assert probe["verdict"] == FAIL and probe["ci_high"] < -0.01, probe
     assert probe["sibling_weights"]["stated_yes_pattern"] > 0 and probe["sibling_weights"]["past_sentence"] > 0
     assert any(f.startswith("count:") for f in off.failures) and any(f.startswith("probe:") for f in off.failures)
-    on = run_audit(siblings_large["on"], "eval", checks=["siblings"], settings=FAST).check("siblings")
+    on = run_audit(siblings_large["on"], "eval", checks=["siblings"], settings=SIBLINGS_FAST).check("siblings")
     assert on.verdict == PASS and on.figures["count_exposed_dates"] == 0, on.reason
     assert on.figures["probe"]["verdict"] != FAIL, on.figures["probe"]
 
@@ -56,11 +46,11 @@ def test_check6_count_and_probe_both_fail_with_the_rule_off_on_the_large_world(s
 def test_check6_fails_with_the_rule_off_and_passes_with_it_on(siblings, split: str) -> None:
     """The 14 + 14 `siblings` world: the count fails with the rule off (its probe has too few exposed
     dates to tell, see the large world above) and passes with it on."""
-    off = run_audit(siblings["off"], split, checks=["siblings"], settings=FAST).check("siblings")
+    off = run_audit(siblings["off"], split, checks=["siblings"], settings=SIBLINGS_FAST).check("siblings")
     assert off.verdict == FAIL and off.figures["count_share"] > 0.01, off.reason
     assert off.examples and {"event_id", "date", "by", "words"} <= set(off.examples[0])
     assert off.figures["count_winner_vs_loser_cued"] > 2  # follow-ups name winners, not losers
-    on = run_audit(siblings["on"], split, checks=["siblings", "schedule"], settings=FAST)
+    on = run_audit(siblings["on"], split, checks=["siblings", "schedule"], settings=SIBLINGS_FAST)
     c6 = on.check("siblings")
     assert c6.verdict == PASS and c6.figures["count_exposed_dates"] == 0, c6.reason
     assert c6.figures["probe"]["verdict"] != FAIL
@@ -68,24 +58,6 @@ def test_check6_fails_with_the_rule_off_and_passes_with_it_on(siblings, split: s
     assert on.check("schedule").figures["events_with_exposure_day"] > 0
     bal = c6.figures["label_balance"]
     assert sum(bal["dates_cut"].values()) > 0 and sum(bal["dates_kept"].values()) > 0
-
-
-def test_check1_catches_a_date_on_or_after_the_exposure_day(siblings, tmp_path: Path) -> None:
-    from forecast_env import schema
-
-    ws = tmp_path / "ws"
-    shutil.copytree(siblings["on"], ws)
-    w = Workspace.at(ws)
-    ev = pl.from_arrow(read_table(w.events_table("events"), schema.EVENTS))
-    sched = pl.from_arrow(read_table(w.events_table("schedule"), schema.SCHEDULE))
-    eid = sched.filter(pl.col("step") == 1).join(ev.filter(pl.col("split") == "eval"), on="event_id")["event_id"][0]
-    first = sched.filter((pl.col("event_id") == eid) & (pl.col("step") == 1))["forecast_date"][0]
-    ev = ev.with_columns(pl.when(pl.col("event_id") == eid).then(pl.lit(first - timedelta(days=0)))
-                         .otherwise(pl.col("exposure_day")).alias("exposure_day"))
-    atomic_write_table(w.events_table("events"), ev.to_arrow(), schema.EVENTS)
-    res = run_audit(ws, "eval", checks=["schedule"], settings=FAST).check("schedule")
-    assert res.verdict == FAIL and res.figures["on_or_after_exposure"] >= 1
-    assert res.figures["stored_vs_rebuilt"] >= 1  # the rebuild with the exposure day offers fewer dates
 
 
 def test_the_audit_detector_is_its_own(siblings) -> None:
@@ -131,7 +103,7 @@ def test_check6_passes_on_the_held_out_phrasings_with_the_rule_on(siblings_heldo
         elif exc.get(q) != "exposed_early":
             assert ev[q]["exposure_day"] is not None and ev[q]["exposure_day"] <= date.fromisoformat(x["from"]), x
     for split in ("train", "eval"):
-        c = run_audit(siblings_heldout["on"], split, checks=["siblings"], settings=FAST).check("siblings")
+        c = run_audit(siblings_heldout["on"], split, checks=["siblings"], settings=SIBLINGS_FAST).check("siblings")
         assert c.figures["count_exposed_dates"] == 0 and c.examples == [], (split, c.examples)
         assert c.verdict == PASS, (split, c.reason)
 

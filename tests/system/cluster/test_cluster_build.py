@@ -293,7 +293,7 @@ def test_driver_killed_mid_merge_over_s3_then_a_rerun_resumes(make_cluster, s3_b
 
     from forecast_env.cli.main import main
     from forecast_env.retrieval.model_cache import cache_root
-    from forecast_env.workspace import remote as wsio
+    from forecast_env.workspace.remote import RemoteWorkspace, pull_workspace
 
     cluster = make_cluster(workers=2, hidden=(tmp_path_factory.getbasetemp(),), shared=(cache_root(),),
                            background=True)
@@ -306,11 +306,11 @@ def test_driver_killed_mid_merge_over_s3_then_a_rerun_resumes(make_cluster, s3_b
     proc = subprocess.run([sys.executable, "-m", "forecast_env.cli.main", *args], env=env, capture_output=True,
                           timeout=600)
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
-    units = wsio.RemoteWorkspace.at(url).published(refresh=True)
+    units = RemoteWorkspace.at(url).published(refresh=True)
     assert len([u for u in units if u.startswith("corpus/parts/")]) == 4 and "corpus" not in units
     assert any(u.startswith(("corpus/articles/", "corpus/dropped/")) for u in units)  # nodes had published some
     with pytest.raises(Exception, match="interrupted or is running"):
-        wsio.pull_workspace(url, tmp_path / "mid", prefixes=("corpus/",))
+        pull_workspace(url, tmp_path / "mid", prefixes=("corpus/",))
     served_before = len(served_world.log)
     saved = os.environ.get("FORECAST_ENV_SCRATCH")
     os.environ["FORECAST_ENV_SCRATCH"] = str(tmp_path / "driver-2")  # another machine: nothing local

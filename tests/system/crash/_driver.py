@@ -11,9 +11,9 @@ import sys
 if __name__ == "__main__":
     rows = os.environ.get("CRASH_TEST_ROW_GROUP_ROWS")
     if rows:
-        from forecast_env.corpus_build import merge
+        from forecast_env.corpus_build.merge import store
 
-        merge.ROW_GROUP_ROWS = int(rows)
+        store.ROW_GROUP_ROWS = int(rows)
     from forecast_env.cli.main import main
 
     sys.exit(main(sys.argv[1:]))

@@ -310,7 +310,7 @@ def test_build_recipe_stops_on_sigterm_with_one_line_and_resumes(micro_world: Pa
     stages recorded; the rerun resumes (does not redo the events fetch) and ends with status 0."""
     import yaml
 
-    from forecast_env.eval.recipe import read_record
+    from forecast_env.recipe import read_record
     from forecast_env.synth.serve import WorldServer
 
     with WorldServer(micro_world) as server:

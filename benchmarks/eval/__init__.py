@@ -1,0 +1,1 @@
+"""Runs and reports (eval/): the runner's throughput and the report's statistics."""

@@ -1,0 +1,180 @@
+"""Recipes: what a build makes, read from a packaged recipe or a YAML file and validated (docs/recipes.md).
+
+A recipe names the Polymarket window, the CC-NEWS months (or local WARC paths), the splits, the audit
+and the release, plus any `corpus` / `events` / `env` settings. Its keys are checked by the config
+validator (`forecast_env.config.merge_settings`) with the recipe's `Schema`; its section settings by
+those sections' own schemas when the sections are loaded. Packaged recipes: `dojo` (the paper's 15
+months) and `small` (2 files per month over 3 months), in `forecast_env/recipe/recipes/`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forecast_env.config import (
+    Schema,
+    flatten_keys,
+    load_config,
+    merge_settings,
+    nest_keys,
+    parse_override,
+    route_overrides,
+)
+from forecast_env.enums import ENGINES, SPLITS
+from forecast_env.errors import ConfigError
+
+#: The config sections a recipe holds settings of (and routes `--set` items to).
+SECTIONS = ("corpus", "events", "env")
+_SPLIT_EDGES = tuple((split, edge) for split in ("train", "eval") for edge in ("start", "end"))
+
+#: Every recipe key with its default; the splits have none (every recipe states them).
+RECIPE_DEFAULTS: dict[str, Any] = {
+    "name": "", "description": "",
+    "polymarket": {"cache": "polymarket", "closed_since": None, "closed_before": None, "max_pages": None},
+    "news": {"cc_news": None, "files_per_month": None, "sample": None, "warc": [], "workers": None,
+             "engine": "local"},
+    "splits": {split: {"start": None, "end": None} for split in ("train", "eval")},
+    "audit": {"split": "eval", "checks": [], "settings": {}},
+    "release": {"split": "eval", "name": None, "out": "release"},
+    "corpus": {}, "events": {}, "env": {},
+}
+
+_NONE = type(None)
+#: The types each recipe key's value may have, its choices, dates and lists; `corpus`, `events`, `env`
+#: are mappings of those sections' settings.
+RECIPE = Schema(
+    name="recipe",
+    types={
+        "name": (str,),
+        "description": (str,),
+        "polymarket.cache": (str,),
+        "polymarket.closed_since": (str, date, _NONE),
+        "polymarket.closed_before": (str, date, _NONE),
+        "polymarket.max_pages": (int, _NONE),
+        "news.cc_news": (str, _NONE),
+        "news.files_per_month": (int, _NONE),
+        "news.sample": (float, int, _NONE),
+        "news.warc": (list,),
+        "news.workers": (int, _NONE),
+        "news.engine": (str,),
+        **{f"splits.{split}.{edge}": (str, date) for split, edge in _SPLIT_EDGES},
+        "audit.split": (str,),
+        "audit.checks": (list,),
+        "audit.settings": (dict,),
+        "release.split": (str,),
+        "release.name": (str, _NONE),
+        "release.out": (str,),
+    },
+    choices={"news.engine": ENGINES, "audit.split": SPLITS, "release.split": ("train", "eval")},
+    dates=frozenset({"polymarket.closed_since", "polymarket.closed_before",
+                     *(f"splits.{split}.{edge}" for split, edge in _SPLIT_EDGES)}),
+    text_lists={"news.warc": "paths, globs or URLs"},
+    sections=SECTIONS,
+    subject="recipe key {path!r}",
+    unknown="unknown recipe key {leaf!r}; allowed here: {allowed}",
+)
+
+
+def recipe_names() -> list[str]:
+    """The packaged recipes (`forecast_env/recipe/recipes/*.yaml`)."""
+    folder = resources.files("forecast_env.recipe").joinpath("recipes")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+@dataclass
+class Recipe:
+    """A validated recipe and the section configs it implies (splits inside `events`)."""
+
+    values: dict[str, Any]
+    corpus: dict[str, Any]
+    events: dict[str, Any]
+    env: dict[str, Any]
+    source: str  # the recipe's name or file
+
+    @property
+    def name(self) -> str:
+        """The recipe's `name`, or its file's stem."""
+        return str(self.values.get("name") or Path(self.source).stem)
+
+    def get(self, dotted: str) -> Any:
+        """The value of one recipe key (`news.cc_news`)."""
+        cur: Any = self.values
+        for part in dotted.split("."):
+            cur = cur[part]
+        return cur
+
+    def date(self, dotted: str) -> date | None:
+        """The value of a date key as a date (None when it is null)."""
+        value = self.get(dotted)
+        return None if value is None else date.fromisoformat(str(value))
+
+
+def _read_recipe(name_or_file: str | Path) -> tuple[dict[str, Any], str]:
+    """The recipe's YAML as a mapping, and how errors name it."""
+    path = Path(name_or_file)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"recipe file {path} does not exist; give a file or one of: {', '.join(recipe_names())}")
+        text, where = path.read_text(), str(path)
+    else:
+        if str(name_or_file) not in recipe_names():
+            raise ConfigError(f"no recipe {str(name_or_file)!r}; packaged recipes: {', '.join(recipe_names())} "
+                              "(or give a YAML file)")
+        text = resources.files("forecast_env.recipe").joinpath("recipes", f"{name_or_file}.yaml").read_text()
+        where = f"recipe {name_or_file}"
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: the top level must be a mapping of recipe keys")
+    return data, where
+
+
+def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Recipe:
+    """A packaged recipe by name, or a recipe YAML file, with `--set` overrides; validated.
+
+    An override `recipe.KEY=VALUE` sets a recipe key (`recipe.news.files_per_month=3`); any other is
+    routed to the corpus, events or env section as the other commands route theirs.
+    """
+    data, where = _read_recipe(name_or_file)
+    values = copy.deepcopy(RECIPE_DEFAULTS)
+    merge_settings(RECIPE, values, nest_keys(data), where)  # a dotted key (`news.workers: 2`) is a nested one
+    mine: list[tuple[str, Any, str]] = []
+    theirs: list[tuple[str, Any, str]] = []
+    for item in overrides:
+        key, value = parse_override(item)
+        (mine if key.startswith("recipe.") else theirs).append((key, value, item))
+    for key, value, item in mine:
+        merge_settings(RECIPE, values, nest_keys({key[len("recipe."):]: value}), f"--set {item}")
+    missing = [f"splits.{split}.{edge}" for split, edge in _SPLIT_EDGES if values["splits"][split][edge] is None]
+    if len(missing) == len(_SPLIT_EDGES):
+        raise ConfigError(f"{where}: a recipe must state its splits: splits: {{train: {{start, end}}, "
+                          "eval: {start, end}} (dates, end exclusive)")
+    if missing:
+        raise ConfigError(f"{where}: {missing[0]} is missing")
+    news = values["news"]
+    if not news["cc_news"] and not news["warc"]:
+        raise ConfigError(f"{where}: the recipe names no news: set news.cc_news (e.g. 2025-03..2025-05) or "
+                          "news.warc (paths, globs or URLs)")
+    if news["cc_news"]:
+        from forecast_env.corpus_build.source import parse_months
+
+        parse_months(news["cc_news"])  # a bad month is bad input now, not after the Polymarket fetch
+    routed = route_overrides([item for _, _, item in theirs], SECTIONS)
+    sections = {}
+    for section in SECTIONS:
+        given = flatten_keys(values[section])
+        if section == "events":
+            given.update({f"splits.{s}.{e}": values["splits"][s][e] for s, e in _SPLIT_EDGES})
+        given.update(dict(parse_override(o) for o in routed[section]))  # --set after the recipe's own
+        sections[section] = load_config(section, overrides=given)
+    return Recipe(values, sections["corpus"], sections["events"], sections["env"], str(name_or_file))

@@ -1,0 +1,40 @@
+"""A session fixture's folder built once per test run: under pytest-xdist the workers share it behind a file lock."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+
+def xdist_worker() -> bool:
+    """Whether this process is a pytest-xdist worker (the variable xdist sets in each worker)."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
+def run_root(factory: pytest.TempPathFactory) -> Path:
+    """The folder of the whole run: under xdist the controller's basetemp (each worker's is a child of it)."""
+    base = factory.getbasetemp()
+    return base.parent if xdist_worker() else base
+
+
+def shared_folder(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """`name`'s folder, filled by `build(folder)` once per run: a fresh `mktemp(name)` without xdist; under xdist
+    the first worker builds it in the run's folder while the others wait on the lock, then reuse it."""
+    if not xdist_worker():
+        folder = factory.mktemp(name)
+        build(folder)
+        return folder
+    root = run_root(factory)
+    folder, done = root / name, root / f"{name}.done"  # the marker lies beside: tests list the folder's files
+    with FileLock(root / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed on another worker is redone whole
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
