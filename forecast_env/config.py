@@ -246,7 +246,7 @@ def parse_override(item: str) -> tuple[str, Any]:
     key, raw = item.split("=", 1)
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # ValueError: a date YAML cannot build, e.g. 2026-13-01
         value = raw
     return key.strip(), value
 

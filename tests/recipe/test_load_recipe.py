@@ -57,3 +57,12 @@ def test_dotted_keys_and_dates_read_as_nested_keys_and_iso_text(tmp_path: Path) 
     recipe = load_recipe(path)
     assert recipe.get("news.cc_news") == "2025-03" and recipe.get("news.sample") == 1
     assert recipe.get("splits.train.start") == "2025-03-01" and recipe.get("polymarket.closed_since") == "2025-03-01"
+
+
+def test_an_impossible_date_in_an_override_is_a_bad_input_not_a_crash():
+    """YAML raises ValueError (not a YAMLError) building 2026-13-01: it must reach the user as a ConfigError."""
+    from forecast_env.config import parse_override
+
+    assert parse_override("recipe.splits.eval.end=2026-13-01") == ("recipe.splits.eval.end", "2026-13-01")
+    with pytest.raises(ConfigError, match="not a date"):
+        load_recipe("dojo", ["recipe.splits.eval.end=2026-13-01"])
