@@ -47,6 +47,9 @@ PLAN_RATES: dict[str, Rate] = {
     "merge": dataclasses.replace(_RATES["merge.cpu.keys"], value=sum(MERGE_SECONDS_PER_MILLION.values()),
                                  note="the sum of merge.cpu.*"),
     **{key: _RATES[key] for key in ("keep.paper", "keep.news")},
+    # the body modes that are not the default's neighbours, numbered after the others so the default plan's
+    # numbers stay put
+    **{key: _RATES[key] for key in ("extract.lean", "extract.lean-no-escalation", "extract.cascade")},
 }
 _RATE_KEYS = list(PLAN_RATES)
 #: Peak memory of one corpus worker (rate `corpus.worker_peak`).

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from forecast_env.config import load_config
+from forecast_env.corpus_build.body import BODY_MODES
 from forecast_env.corpus_build.pipeline import build_corpus
 from forecast_env.corpus_build.rates import MERGE_SECONDS_PER_MILLION
 from forecast_env.rates import MACHINE_STATES, read_rates
@@ -46,6 +47,14 @@ def test_every_rate_names_its_benchmark_script_date_and_machine_state() -> None:
         assert date.fromisoformat(rate.date).isoformat() == rate.date and rate.state in MACHINE_STATES, key
     # the merge's rate is the model corpus_build.rates uses, not a copy that could drift
     assert PLAN_RATES["merge"].value == pytest.approx(sum(MERGE_SECONDS_PER_MILLION.values()))
+
+
+@pytest.mark.parametrize("mode", BODY_MODES)
+def test_every_body_mode_has_a_measured_extract_rate(tmp_path: Path, mode: str) -> None:
+    """The planner cites `extract.<mode>` for the configured body path: a mode without a rate crashed it."""
+    plan = plan_recipe(load_recipe("dojo", [f"corpus.extract.body_mode={mode}"]), tmp_path / "ws", offline=True)
+    corpus = next(s for s in plan.stages if s["stage"] == "corpus")
+    assert f"extract.{mode}" in corpus["rates"] and f"{mode} body" in corpus["basis"]
 
 
 def test_dojo_plan_lines_add_up_and_each_costly_stage_names_its_command(tmp_path: Path) -> None:
