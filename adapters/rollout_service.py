@@ -75,7 +75,7 @@ class RolloutRun:
     events: tuple[str, ...] | None = None
     """Narrows the split to these events (None: all of them)."""
     env: Mapping[str, Any] = field(default_factory=dict)
-    """Overrides of the `env` config section (forecast_env/defaults/env.yaml)."""
+    """Overrides of the `env` config section (configs/env.yaml)."""
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)

@@ -216,7 +216,7 @@ class ForecastTaskConfig(vf.TaskConfig):
     events: list[str] | None = None
     """Narrows the split to these events (None: all of them)."""
     env: dict[str, Any] = Field(default_factory=dict)
-    """Overrides of the `env` config section (forecast_env/defaults/env.yaml)."""
+    """Overrides of the `env` config section (configs/env.yaml)."""
 
 
 class ForecastTask(vf.Task[ForecastTaskData, ForecastState, ForecastTaskConfig]):

@@ -1,4 +1,4 @@
-"""The corpus merge's cost model (`corpus_build/merge.py`), for the build planner's estimates.
+"""The corpus merge's cost model (`corpus_build/merge/`), for the build planner's estimates.
 
 Its figures are rates of the data file `forecast_env/rates.json` (keys `merge.*`, each with the
 benchmark command, date and machine state of its measurement): `benchmarks/corpus/merge.py` on

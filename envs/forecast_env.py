@@ -119,7 +119,7 @@ class ForecastEnv(BaseEnv):
     ## Arguments
 
     `ForecastEnv(workspace, split="eval", config=None, event_ids=None, searcher=None, **overrides)`:
-    `config` and `overrides` are keys of the `env` config section (`forecast_env/defaults/env.yaml`:
+    `config` and `overrides` are keys of the `env` config section (`configs/env.yaml`:
     memory, max_calls_per_date, max_observation_chars, search_k, max_k, search_mode, article_chars,
     reward_mode, show_market, hide_leak_flagged, hide_market_quotes, log_eps, max_action_chars,
     max_claim_chars). `hide_leak_flagged` and `hide_market_quotes` (both true by default) hide

@@ -241,27 +241,15 @@ def resumed_transfer(world: Path, name: str, resets: int) -> dict:
 
 
 def real_samples(real: Path, tmp: Path) -> dict:
-    from forecast_env.config import load_config
-    from forecast_env.corpus_build.pipeline import build_corpus
-    from forecast_env.corpus_build.source import Source
-    from forecast_env.synth.serve import WorldServer
+    from tests.support.stream_data import build_streamed_and_local, store_digest
 
     files = sorted(p for p in real.rglob("*") if p.is_file() and ".warc" in p.name)
-    with WorldServer(tmp / "empty-world") as server:
-        sources = [Source(p.name, server.url + server.add_file(p, f"crawl-data/CC-NEWS/2025/03/{p.name}"),
-                          f"crawl-data/CC-NEWS/2025/03/{p.name}") for p in files]
-        cfg = load_config("corpus", overrides={"source.base_url": server.url, "corpus_start": "2000-01-01"})
-        streamed = build_corpus(sources, tmp / "ws_real_stream", config=cfg, workers=1, progress=False)
-    local = build_corpus(files, tmp / "ws_real_local", config=cfg, workers=1, progress=False)
-
-    def digest(ws: Path) -> dict:
-        return {str(p.relative_to(ws)): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in sorted((ws / "corpus").rglob("*.parquet")) if "parts" not in p.parts}
-
+    built = build_streamed_and_local(files, tmp / "real")
+    streamed = built.streamed
     return {"files": [p.name for p in files], "records_in": streamed["counts"]["records_in"],
             "kept": streamed["counts"]["kept"], "file_faults": len(streamed["report"]["file_errors"]),
-            "same_store": digest(tmp / "ws_real_stream") == digest(tmp / "ws_real_local"),
-            "same_snapshot": streamed["snapshot_id"] == local["snapshot_id"]}
+            "same_store": store_digest(built.streamed_ws) == store_digest(built.local_ws),
+            "same_snapshot": streamed["snapshot_id"] == built.local["snapshot_id"]}
 
 
 def main(argv: list[str] | None = None) -> int:

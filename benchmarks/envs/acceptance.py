@@ -32,10 +32,11 @@ import polars as pl
 AGENTS = ["uniform", "base_rate", "retrieval"]
 REPO = Path(__file__).resolve().parents[2]
 #: the code a world and its workspace are built by (the agents and the runner are rerun every time)
-BUILDERS = ("forecast_env", "corpus_build", "envs")
-#: files under BUILDERS that no build reads (the shell, the LLM client, the agents' and runner's defaults): a
-#: change to them must not throw away worlds that take many minutes to build
-NOT_BUILDERS = ("forecast_env/cli", "forecast_env/chat.py", "forecast_env/defaults/benchmark.yaml")
+#: (configs/ by its own path: rglob does not follow the link forecast_env/defaults)
+BUILDERS = ("forecast_env", "corpus_build", "envs", "configs")
+#: files under BUILDERS that no build reads (the shell, the LLM client, the agents' and runner's defaults, the
+#: cluster launcher's file): a change to them must not throw away worlds that take many minutes to build
+NOT_BUILDERS = ("forecast_env/cli", "forecast_env/chat.py", "configs/benchmark.yaml", "configs/ray-cluster-aws.yaml")
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "forecast-env-acceptance"
 
 

@@ -18,33 +18,7 @@ from forecast_env.corpus_build.quality import (
     resolve_quality,
 )
 from forecast_env.errors import ConfigError
-
-# A self-written results round-up of the kind forecasting questions resolve on: most tokens are
-# scores, times, percentages and money, so fewer than 80% of datatrove's tokens hold a letter.
-SCORES = "\n\n".join([
-    "Premier League results, Saturday 12 April 2025.",
-    "Arsenal 3-1 Brentford (Saka 12', 58'; Havertz 77' — Wissa 40'). Attendance: 60,254.",
-    "Chelsea 0-0 Everton. Shots 14-6, on target 4-1, possession 68%-32%.",
-    "Liverpool 2-1 West Ham (Salah 18', 90+3' pen.; Bowen 55'). Liverpool lead by 11 points with 6 games left.",
-    "Manchester City 5-2 Crystal Palace (Haaland 9', 33', 71'; De Bruyne 45+1'; Foden 88' — Eze 21', Mateta 64').",
-    "Table: 1. Liverpool 76 pts (31 games), 2. Arsenal 65 (31), 3. Nottingham Forest 57 (31), "
-    "4. Manchester City 55 (32), 5. Newcastle 53 (30), 6. Chelsea 53 (32).",
-    "Top scorers: Salah 27, Haaland 21, Isak 20, Wood 18, Mbeumo 16, Palmer 14.",
-    "Odds for the title have moved to 1/50 for Liverpool and 33/1 for Arsenal after the results.",
-    "The next round is on 19-20 April; Arsenal host Ipswich at 15:00 BST and Liverpool visit Leicester at 16:30.",
-])
-
-MARKETS = "\n\n".join([
-    "Markets close: S&P 500 +1.2% at 5,633.07; Dow +0.8% at 40,212.71; Nasdaq +1.5% at 17,724.32.",
-    "The 10-year Treasury yield rose 6 bp to 4.48%, the 2-year 3 bp to 3.97%; the dollar index fell 0.4% to 99.84.",
-    "Brent crude settled at $65.12 (-0.9%), WTI at $61.88 (-1.1%); gold rose $31.40 to $3,245.60 an ounce.",
-    "Europe: Stoxx 600 -0.3% at 497.14, FTSE 100 +0.6% at 8,001.11, DAX -0.9% at 20,374.10, CAC 40 -0.6%.",
-    "Asia: Nikkei 225 +1.8% at 33,982.36, Hang Seng -0.2% at 20,396.61, Shanghai Composite +0.5% at 3,238.23.",
-    "Bitcoin traded at $84,210 (+2.3%) and ether at $1,622 (+1.1%) at 16:00 ET.",
-    "Earnings: JPMorgan EPS $5.07 vs $4.61 expected, revenue $46.0bn vs $44.1bn; shares +4.0% to $236.20.",
-    "Wells Fargo EPS $1.39 vs $1.23 expected; shares -0.9%. Morgan Stanley EPS $2.60 vs $2.20; shares +1.4%.",
-    "Fed funds futures price 82 bp of cuts by December, up from 76 bp on Friday, with the first cut seen in June.",
-])
+from tests.support.warc_data import MARKETS, SCORES
 
 # Planted pages that are not articles, each the body a listing / tag / login / cookie / error page yields.
 TAG_PAGE = "\n\n".join(

@@ -23,7 +23,7 @@ from forecast_env.corpus_build.source import (
     spread_order,
 )
 from forecast_env.errors import CorpusError
-from tests.support.stream_data import served_config, store_digest
+from tests.support.stream_data import build_streamed_and_local, served_config, store_digest
 
 
 def _listing(paths: list[str]) -> bytes:
@@ -214,18 +214,11 @@ def test_real_public_warc_samples_stream_like_disk(tmp_path):
     crawls, fastwarc's test data)."""
     import os
 
-    from forecast_env.config import load_config
-    from forecast_env.synth.serve import WorldServer
-
     folder = os.environ.get("FORECAST_ENV_REAL_WARCS") or str(Path(__file__).resolve().parents[1] / "fixtures" / "warc")
     files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and ".warc" in p.name)
     assert len(files) >= 5, f"{folder}: expected real WARC files"
-    with WorldServer(tmp_path / "none") as server:
-        sources = [Source(p.name, server.url + server.add_file(p, f"crawl-data/CC-NEWS/2025/03/{p.name}"),
-                          f"crawl-data/CC-NEWS/2025/03/{p.name}") for p in files]
-        cfg = load_config("corpus", overrides={"source.base_url": server.url, "corpus_start": "2000-01-01"})
-        streamed = build_corpus(sources, tmp_path / "s", config=cfg, workers=1, progress=False)
-    local = build_corpus(files, tmp_path / "l", config=cfg, workers=1, progress=False)
+    built = build_streamed_and_local(files, tmp_path)
+    streamed, local = built.streamed, built.local
     assert streamed["counts"]["records_in"] > 0 and streamed["snapshot_id"] == local["snapshot_id"]
-    assert store_digest(tmp_path / "s") == store_digest(tmp_path / "l")
+    assert store_digest(built.streamed_ws) == store_digest(built.local_ws)
     assert streamed["report"]["file_errors"] == local["report"]["file_errors"]

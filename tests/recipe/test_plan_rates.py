@@ -17,24 +17,9 @@ from forecast_env.corpus_build.pipeline import build_corpus
 from forecast_env.corpus_build.rates import MERGE_SECONDS_PER_MILLION
 from forecast_env.rates import MACHINE_STATES, read_rates
 from forecast_env.recipe import PLAN_RATES, load_recipe, plan_recipe, render_plan
-from tests.support.warc_data import Page, english_body, write_warc
+from tests.support.warc_data import SCORES, Page, english_body, write_warc
 
 REPO = Path(__file__).resolve().parents[2]
-
-#: a results round-up (tests/corpus_build/test_quality_profiles.py's): paper drops it (gopher_alpha_words: its tokens are mostly numbers and
-#: punctuation), news keeps it
-SCORES = "\n\n".join([
-    "Premier League results, Saturday 12 April 2025.",
-    "Arsenal 3-1 Brentford (Saka 12', 58'; Havertz 77' — Wissa 40'). Attendance: 60,254.",
-    "Chelsea 0-0 Everton. Shots 14-6, on target 4-1, possession 68%-32%.",
-    "Liverpool 2-1 West Ham (Salah 18', 90+3' pen.; Bowen 55'). Liverpool lead by 11 points with 6 games left.",
-    "Manchester City 5-2 Crystal Palace (Haaland 9', 33', 71'; De Bruyne 45+1'; Foden 88' — Eze 21', Mateta 64').",
-    "Table: 1. Liverpool 76 pts (31 games), 2. Arsenal 65 (31), 3. Nottingham Forest 57 (31), "
-    "4. Manchester City 55 (32), 5. Newcastle 53 (30), 6. Chelsea 53 (32).",
-    "Top scorers: Salah 27, Haaland 21, Isak 20, Wood 18, Mbeumo 16, Palmer 14.",
-    "Odds for the title have moved to 1/50 for Liverpool and 33/1 for Arsenal after the results.",
-    "The next round is on 19-20 April; Arsenal host Ipswich at 15:00 BST and Liverpool visit Leicester at 16:30.",
-])
 
 
 def test_every_rate_names_its_benchmark_script_date_and_machine_state() -> None:

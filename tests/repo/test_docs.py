@@ -1,5 +1,6 @@
-"""The docs stay true to the code: every `docs/design.md §...` cited exists, and every `forecast-env`
-command shown in the README and docs/ parses with the options it shows."""
+"""The docs stay true to the code: every `docs/design.md §...` cited exists, every `forecast-env`
+command shown in the README and docs/ parses with the options it shows, and every file or folder that
+docs/ARCHITECTURE.md names exists."""
 
 from __future__ import annotations
 
@@ -84,3 +85,32 @@ def test_a_shown_command_parses(where: str, argv: list[str]) -> None:
         except SystemExit as exc:
             pytest.fail(f"{where}\n  does not parse (exit {exc.code}): {err.getvalue().strip()}")
     assert getattr(args, "func", None) is not None, f"{where}: not a command"
+
+
+def architecture_paths() -> list[tuple[str, list[Path]]]:
+    """Each path in backticks that docs/ARCHITECTURE.md names, with the places it may be relative to."""
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text()
+    out = []
+    # the map's table: a row's files are relative to its folder (or to the root or the core)
+    table = text.split("## Folders and what each holds")[1].split("\n## ")[0]
+    for line in table.splitlines():
+        folder = re.match(r"\| `([^`]+)`", line)
+        if folder is None:
+            continue
+        bases = [REPO / folder.group(1), REPO, REPO / "forecast_env"]
+        for tok in re.findall(r"`([^`\s]+)`", line)[1:]:
+            # a file (name.py, name.yaml, ...) or a folder (name/), not an import name or a WS/ artifact
+            if not tok.startswith("WS/") and re.fullmatch(r"[\w./*-]*(?:\.(?:py|yaml|json|md)|/)", tok):
+                out.append((tok, bases))
+    # the whole page: a path that starts at a code folder
+    for tok in re.findall(r"`([^`\s<{]+)`", text):
+        if tok.split("/")[0] in (*CODE_DIRS, "docs") and "/" in tok:
+            out.append((tok, [REPO]))
+    return out
+
+
+def test_every_path_the_architecture_map_names_exists() -> None:
+    paths = architecture_paths()
+    assert len(paths) >= 100 and ("merge/keys.py", [REPO / "corpus_build/", REPO, REPO / "forecast_env"]) in paths
+    missing = [tok for tok, bases in paths if not any(list(b.glob(tok.rstrip("/"))) for b in bases)]
+    assert not missing, f"docs/ARCHITECTURE.md names paths that do not exist: {missing}"
