@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -46,7 +47,9 @@ def test_wheel_installs_and_imports_all_five(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheels[0])],
                    check=True, capture_output=True)
     (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    proc = subprocess.run([py, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True)
+    # without PYTHONPATH: a checkout on it would be imported instead of the wheel
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([py, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     import json
 
