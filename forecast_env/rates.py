@@ -4,14 +4,22 @@ Each rate has its value and unit, what it was measured on, the benchmark command
 the date and the machine state (`idle`, or `loaded` when other work shared the machine) of the
 measurement, and the dated log (benchmarks/log/) that reports it. The build planner
 (`forecast_env.recipe.plan`) and the merge's cost model (`corpus_build/rates.py`) read it; a benchmark
-that re-measures a rate writes it with `write_rate`, so no figure is copied into code by hand.
+that re-measures a rate writes it with `write_rate` when run with `--record`
+(`benchmarks/recording.py`), so no figure is copied into code by hand.
+
+The machine state of a recorded run (`machine_state`): `idle` when the 1-minute load average read just
+before the run was under 0.5 per CPU of the machine (under 1.0 on the project's 2-core box), else
+`loaded`. It is read before the run because the run's own work raises it; a benchmark's `--state`
+overrides it (a run that knows the machine was shared, or a load average that missed a burst).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from datetime import date as _date
 from pathlib import Path
 from typing import Any
@@ -21,6 +29,8 @@ RATES_FILE = Path(__file__).with_name("rates.json")
 #: What a measurement's machine state may be: `idle`, or `loaded` (other work shared the machine, so
 #: times are upper bounds; counts and bytes are not affected).
 MACHINE_STATES = ("idle", "loaded")
+#: A run is `idle` when the 1-minute load average before it was under this, per CPU of the machine.
+IDLE_LOAD_PER_CPU = 0.5
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,13 @@ def rates_with_prefix(prefix: str, path: Path = RATES_FILE) -> dict[str, float]:
     return {k[len(prefix):]: r.value for k, r in read_rates(path).items() if k.startswith(prefix)}
 
 
+def machine_state(load: float | None = None, cpus: int | None = None) -> str:
+    """`idle` or `loaded` by the module's rule, from a 1-minute load average (default: the machine's now)."""
+    load = os.getloadavg()[0] if load is None else load
+    cpus = (os.cpu_count() or 1) if cpus is None else cpus
+    return "idle" if load < IDLE_LOAD_PER_CPU * cpus else "loaded"
+
+
 def write_rate(key: str, value: float, command: str, *, state: str, unit: str | None = None,
                measured_on: str | None = None, section: str | None = None, note: str | None = None,
                date: str | None = None, path: Path = RATES_FILE) -> Rate:
@@ -69,7 +86,8 @@ def write_rate(key: str, value: float, command: str, *, state: str, unit: str | 
 
     `unit`, `measured_on` and `section` not given keep the recorded ones (`unit` and `measured_on` are
     required for a new key); `note` is the new value's own (none when not given: an old note would
-    describe the old value); `date` defaults to today (UTC).
+    describe the old value); `date` defaults to today (UTC). The file keeps its order of rates and of
+    each rate's fields and its formatting, so its diff shows only the lines of the new measurement.
     """
     from forecast_env.store import atomic_write_text
 
@@ -81,12 +99,13 @@ def write_rate(key: str, value: float, command: str, *, state: str, unit: str | 
     old: dict[str, Any] = data["rates"].get(key, {})
     if not old and (unit is None or measured_on is None):
         raise ValueError(f"rate {key} is new: give its unit and what it was measured on")
-    when = date or _date.today().isoformat()
+    when = date or datetime.now(UTC).date().isoformat()
     _date.fromisoformat(when)  # a bad date fails here, not in the next reader
     rate = Rate(value=value, unit=unit or old["unit"], measured_on=measured_on or old["measured_on"],
                 command=command, date=when, state=state,
                 section=old.get("section", "") if section is None else section, note=note or "")
     rate.script_path()  # a command must name its script
-    data["rates"][key] = asdict(rate)
+    # updated in place: a rate keeps the position of its fields (a new one gets Rate's order)
+    data["rates"][key] = {**old, **asdict(rate)}
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return rate

@@ -1,12 +1,16 @@
 """Corpus build throughput: records/s per core of the per-WARC stages, speedup of 2 workers over 1,
 dedup time and peak memory, on a generated sample world.
 
-usage: python -m benchmarks.corpus.build_speed [size]   size: a synth preset (tiny, small) when the sample-world
-generator is available, else a number of generated pages (default 2000).
+usage: python -m benchmarks.corpus.build_speed [size] [--record]   size: a synth preset (tiny, small) when the
+sample-world generator is available, else a number of generated pages (default 2000).
+
+`--record` writes the planner's `corpus.worker_peak` (the largest corpus worker's peak resident memory)
+into forecast_env/rates.json.
 """
 
 from __future__ import annotations
 
+import argparse
 import resource
 import shutil
 import sys
@@ -14,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.recording import Measurement, add_record_arguments, record_rates, start_recording
 from forecast_env.corpus_build.pipeline import build_corpus, process_warc
 
 
@@ -39,7 +44,20 @@ def _world(size: str, out: Path) -> list[Path]:
     return files
 
 
-def main(size: str = "2000") -> None:
+def rates_from(worker_peak_kib: int, size: str) -> dict[str, Measurement]:
+    """The planner's `corpus.worker_peak` in bytes, from the largest worker's ru_maxrss (KiB on Linux)."""
+    world = f"the {size} sample world" if not size.isdigit() else f"{int(size)} generated pages"
+    return {"corpus.worker_peak": Measurement(worker_peak_kib * 1024, "peak resident memory of the largest corpus "
+                                              f"worker ({worker_peak_kib / 1024:.0f} MiB)", measured_on=world)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("size", nargs="?", default="2000", help="a synth preset (tiny, small) or a number of pages")
+    add_record_arguments(ap)
+    args = ap.parse_args(argv)
+    recording = start_recording(args, "benchmarks.corpus.build_speed", sys.argv[1:] if argv is None else argv)
+    size = args.size
     tmp = Path(tempfile.mkdtemp(prefix="bench_corpus_"))
     try:
         files = _world(size, tmp / "world")
@@ -65,11 +83,12 @@ def main(size: str = "2000") -> None:
         s = build_corpus(files, tmp / "ws1", workers=1, progress=False)
         print(f"rebuild with nothing new (resume path): {time.perf_counter() - t0:.2f}s")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"peak RSS: parent {rss:.0f} MB, largest worker {kids:.0f} MB")
+        kids_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        print(f"peak RSS: parent {rss:.0f} MB, largest worker {kids_kib / 1024:.0f} MB")
+        record_rates(recording, rates_from(kids_kib, size))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "2000")
+    main()

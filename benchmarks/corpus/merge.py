@@ -16,6 +16,10 @@ usage:
   python -m benchmarks.corpus.merge run --parts DIR --ws WS --mode ooc|memory [--workers 2]
   python -m benchmarks.corpus.merge gen-keys --n 5000000 --out DIR    # keys sidecars only
   python -m benchmarks.corpus.merge pairs --keys DIR [--rows-per-task N]  # the dedup passes alone
+
+`--record` (on `all`, `run` and `pairs`) writes the merge's rates that the run measures into
+forecast_env/rates.json (`rates_from_merge`, `rates_from_in_memory`, `rates_from_pairs` say which and how);
+`all` records from its largest out-of-core merge and its largest in-memory merge that fit.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks import child_env, module_command
+from benchmarks.recording import Measurement, add_record_arguments, record_rates, start_recording
 from forecast_env import schema
 from forecast_env.config import load_config
 from forecast_env.corpus_build.merge import (
+    ROW_GROUP_ROWS,
     PartFiles,
     find_duplicate_pairs,
     keys_path,
@@ -46,6 +52,7 @@ from forecast_env.corpus_build.merge import (
     merge_parts,
 )
 from forecast_env.enums import ENGINES
+from forecast_env.rates import read_rates
 from forecast_env.store import Workspace
 from tests.support.merge_oracle import merge_in_memory
 
@@ -343,6 +350,83 @@ def run_pairs(keys_dir: Path, rows_per_task: int) -> dict:
             "driver_peak_mb_per_phase": peaks, "duplicates": hits.height, "rows_per_task": rows_per_task}
 
 # ---------------------------------------------------------------------------------------------
+# the cost model's rates (forecast_env/rates.json, keys merge.*; corpus_build/rates.py's model)
+# ---------------------------------------------------------------------------------------------
+
+MIB = 2**20
+
+
+def rates_from_merge(res: dict, fresh_keys: bool, base_bytes: float, month_row: float) -> dict[str, Measurement]:
+    """The rates one out-of-core `run` gives: CPU s per million articles per phase (`keys` only when the run
+    computed every part's keys), the keys sidecars' and the store's bytes per article on disk, and the store
+    phase's state per article: its peak less the process's base (`merge.base_bytes`) and one row group of
+    the largest month at `merge.bytes.month_row`, as the model adds them up."""
+    n = res["articles"]
+    per_m = n / 1e6
+    cpu = res["cpu_s_cumulative_after_phase"]
+    run = f"the {n:,}-article run"
+    rates = {}
+    if fresh_keys:
+        rates["merge.cpu.keys"] = Measurement(round(cpu["keys"] / per_m, 1), f"{run}: {cpu['keys']} CPU s for the MinHash "
+                                              "signatures, URL and title keys of every part (parallel over parts)")
+    rates["merge.cpu.pairs"] = Measurement(round((cpu["pairs"] - cpu["keys"]) / per_m, 1), f"{run}: "
+                                           f"{cpu['pairs'] - cpu['keys']:.1f} CPU s for the visibility order and the "
+                                           "three stages' joins")
+    rates["merge.cpu.store"] = Measurement(round((cpu["store"] - cpu["pairs"]) / per_m, 1), f"{run}: "
+                                           f"{cpu['store'] - cpu['pairs']:.1f} CPU s for the month shards and dropped "
+                                           "tables (zstd)")
+    rates["merge.bytes.keys_disk"] = Measurement(round(res["keys_bytes"] / n), f"{run}: the keys sidecars on disk")
+    rates["merge.bytes.store_disk"] = Measurement(round(res["store_bytes"] / n), f"{run}: the store on disk (shards "
+                                                  "and dropped tables, two dropped rows per article)")
+    store_peak = res["driver_peak_mb_per_phase"]["store"]
+    group = month_row * min(res["largest_month_rows"], ROW_GROUP_ROWS)
+    state = (store_peak * MIB - base_bytes - group) / n
+    if state > 0:
+        rates["merge.bytes.store_state"] = Measurement(round(state), f"{run}: what the store phase holds besides the "
+                                                       f"row group it writes ({store_peak:,} MiB peak, of it "
+                                                       f"{group / MIB:.0f} MiB one row group of the largest month)")
+    return rates
+
+
+def rates_from_in_memory(res: dict, base_bytes: float) -> dict[str, Measurement]:
+    """The in-memory merge's peak per article beyond the process's base (`merge.bytes.in_memory`; comparison only)."""
+    n, peak = res["articles"], res["driver_peak_mb"]
+    return {"merge.bytes.in_memory": Measurement(round((peak * MIB - base_bytes) / n),
+                                                 f"the in-memory merge's peak ({peak:,} MiB at {n:,} articles), "
+                                                 "for comparison only")}
+
+
+def rates_from_pairs(res: dict) -> dict[str, Measurement]:
+    """The rates the dedup passes alone give: the process's base (`merge.base_bytes`, before it reads a keys
+    file) and the order's peak per article beyond it (`merge.bytes.order`)."""
+    n, base, order = res["articles"], res["base_mb"], res["driver_peak_mb_per_phase"]["order"]
+    return {"merge.base_bytes": Measurement(base * MIB, f"the merging process before it reads a part (interpreter, "
+                                            f"polars, pyarrow): {base} MiB"),
+            "merge.bytes.order": Measurement(round((order - base) * MIB / n), f"peak while the visibility order is "
+                                             f"computed ({order:,} MiB at {n:,} articles), less the base")}
+
+
+def rates_from_all(results: list[dict], base_bytes: float, month_row: float) -> dict[str, Measurement]:
+    """The rates of an `all` run: its largest out-of-core merge that fit (keys computed fresh), and the
+    in-memory merge's from its largest in-memory merge that fit."""
+    fits = [r for r in results if r.get("fits")]
+    ooc = [r for r in fits if r["mode"] == "ooc"]
+    mem = [r for r in fits if r["mode"] == "memory"]
+    rates: dict[str, Measurement] = {}
+    if ooc:
+        rates |= rates_from_merge(max(ooc, key=lambda r: r["articles"]), True, base_bytes, month_row)
+    if mem:
+        rates |= rates_from_in_memory(max(mem, key=lambda r: r["articles"]), base_bytes)
+    return rates
+
+
+def _model_rates() -> tuple[float, float]:
+    """The recorded `merge.base_bytes` and `merge.bytes.month_row`, which the other memory rates are net of."""
+    rates = read_rates()
+    return rates["merge.base_bytes"].value, rates["merge.bytes.month_row"].value
+
+
+# ---------------------------------------------------------------------------------------------
 # every size, each merge in its own process under a watchdog
 # ---------------------------------------------------------------------------------------------
 
@@ -424,7 +508,7 @@ def run_all(root: Path, sizes: list[int], memory_sizes: list[int], workers: int,
     return results
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gen")
@@ -438,32 +522,46 @@ def main() -> None:
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--engine", choices=ENGINES, default="local")
     r.add_argument("--fresh-keys", action="store_true", help="recompute the keys sidecars (a from-scratch merge)")
+    add_record_arguments(r)
     gk = sub.add_parser("gen-keys", help="keys sidecars only (the dedup passes at 5M without hashing bodies)")
     gk.add_argument("--n", type=int, required=True)
     gk.add_argument("--out", type=Path, required=True)
     rp = sub.add_parser("pairs", help="the dedup passes alone over a gen-keys folder")
     rp.add_argument("--keys", type=Path, required=True)
     rp.add_argument("--rows-per-task", type=int, default=4_000_000)
+    add_record_arguments(rp)
     a = sub.add_parser("all")
     a.add_argument("--root", type=Path, required=True)
     a.add_argument("--sizes", default="250000,1000000")
     a.add_argument("--memory-sizes", default="250000")
     a.add_argument("--workers", type=int, default=2)
     a.add_argument("--limit-gb", type=float, default=8.0)
-    args = ap.parse_args()
+    add_record_arguments(a)
+    args = ap.parse_args(argv)
+    recording = (start_recording(args, "benchmarks.corpus.merge", sys.argv[1:] if argv is None else argv)
+                 if args.cmd in ("pairs", "run", "all") else None)
     if args.cmd == "gen":
         print(json.dumps(generate(args.out, args.n, args.per_part)))
     elif args.cmd == "gen-keys":
         print(json.dumps(generate_keys(args.out, args.n)))
     elif args.cmd == "pairs":
-        print(json.dumps(run_pairs(args.keys, args.rows_per_task)))
+        res = run_pairs(args.keys, args.rows_per_task)
+        print(json.dumps(res))
+        record_rates(recording, rates_from_pairs(res))
     elif args.cmd == "run":
-        print(json.dumps(run(args.parts, args.ws, args.mode, args.workers, args.engine, args.fresh_keys)))
+        res = run(args.parts, args.ws, args.mode, args.workers, args.engine, args.fresh_keys)
+        print(json.dumps(res))
+        if recording is not None:
+            rates = (rates_from_in_memory(res, _model_rates()[0]) if args.mode == "memory" else
+                     rates_from_merge(res, args.fresh_keys, *_model_rates()))
+            record_rates(recording, rates)
     else:
         sizes = [int(x) for x in args.sizes.split(",") if x]
         mem = [int(x) for x in args.memory_sizes.split(",") if x]
         results = run_all(args.root, sizes, mem, args.workers, args.limit_gb)
         print(json.dumps(results, indent=1))
+        if recording is not None:
+            record_rates(recording, rates_from_all(results, *_model_rates()))
 
 
 if __name__ == "__main__":

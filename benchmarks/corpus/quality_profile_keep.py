@@ -30,6 +30,10 @@ input of the page rule's tuning (tuning rows only). Usage::
     .venv/bin/python -m benchmarks.corpus.quality_profile_keep --set aeb=PATH --set wcxb_dev=PATH \\
         --set wcxb_test=PATH --set readability=PATH --set trafilatura_eval=PATH --set goose3=PATH \\
         --set newspaper=PATH --nonarticles labels.json [--strip-metadata] [--list "held out"] [--dump F]
+
+`--record` writes the planner's `keep.<profile>` rates (the share of the held-out real articles reaching the
+quality stage that each profile keeps, the totals' "held out | article" row) into forecast_env/rates.json;
+give `--record-command 'cd DATA && ...'` for a run from the data folder.
 """
 
 from __future__ import annotations
@@ -42,11 +46,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.recording import Measurement, add_record_arguments, record_rates, start_recording
+
 NON_ARTICLE_KINDS = {"collection", "listing"}
 INDEX_PAGES = {"cnn_main_site", "wired_main_site", "yahoo_main_site"}
 EXTRA_SET = "labelled"
 SMALL_SITES = {"goose3", "newspaper"}
 SEEN = "held out, seen in tuning"
+#: The profiles whose keep share the planner reads (`keep.<profile>` in forecast_env/rates.json).
+RATE_PROFILES = ("paper", "news")
 
 
 def label(set_name: str, page, labelled: bool) -> str | None:
@@ -93,6 +101,17 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return c - h, c + h
 
 
+def rates_from(totals: dict[tuple[str, str], Counter]) -> dict[str, Measurement]:
+    """The planner's `keep.<profile>` rates from the totals ({(split, label): counts}): held-out articles kept."""
+    tot = totals.get(("held out", "article"))
+    if not tot or not tot["reach"]:
+        return {}
+    return {f"keep.{p}": Measurement(tot[f"keep_{p}"] / tot["reach"],
+                                     f"{tot[f'keep_{p}']} of the {tot['reach']} held-out real English articles "
+                                     "reaching the quality stage (trafilatura bodies)")
+            for p in RATE_PROFILES if f"keep_{p}" in tot}
+
+
 def main(argv: list[str] | None = None) -> None:
     from benchmarks.corpus import extract_quality as beq
     from forecast_env.corpus_build.extract import extract_page, normalize_text
@@ -114,10 +133,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--list", default="", metavar="SPLIT",
                     help="also list each page of this split ('held out' or 'tuned') a profile gets wrong")
     ap.add_argument("--dump", type=Path, default=None, help="write each judged page's signals as JSON lines")
+    add_record_arguments(ap)
     args = ap.parse_args(argv)
     if not args.set and args.nonarticles is None:
         print("quality_profile_keep: no --set given; see the module docstring. Skipped.")
         return
+    recording = start_recording(args, "benchmarks.corpus.quality_profile_keep", sys.argv[1:] if argv is None else argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     tuned = set(args.tuned.split(","))
     labelled = args.nonarticles is not None
@@ -216,6 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     if wrong:
         print(f"\npages of split {args.list!r} a profile gets wrong:")
         print("\n".join(wrong))
+    record_rates(recording, rates_from(totals))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ Usage::
     .venv/bin/python -m benchmarks.corpus.warc_stage_speed --set aeb=PATH --set wcxb_test=PATH [--limit N]
         [--variants news,paper,news-one-profile,trafilatura,longer] [--keep-warc realmix/CC-NEWS-20250401120000-00001.warc.gz]
 
+`--record` writes the planner's extract rates of the variants the run included into forecast_env/rates.json
+(`RATE_OF_VARIANT`: `default` is `extract.trafilatura`, `news` `extract.own`, `longer` `extract.longer`,
+`body=MODE` `extract.MODE`); give `--record-command 'cd DATA && taskset -c 1 ...'` for a pinned run.
+
 The sets stay out of the repository (their licences); see benchmarks/corpus/extract_quality.py for where to get them.
 """
 
@@ -33,7 +37,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.recording import Measurement, add_record_arguments, record_rates, start_recording
+
 VARIANTS = ("default", "no-gate", "news", "news-plain-filters", "paper", "news-one-profile", "trafilatura", "longer")
+#: The planner's extract rate (forecast_env/rates.json) each variant measures, in records/s/core.
+RATE_OF_VARIANT = {
+    "default": "extract.trafilatura", "news": "extract.own", "longer": "extract.longer",
+    "body=lean": "extract.lean", "body=cascade": "extract.cascade", "body=lean-no-escalation": "extract.lean-no-escalation",
+}
 
 
 def write_pages_warc(path: Path, pages) -> int:
@@ -57,6 +68,13 @@ def write_pages_warc(path: Path, pages) -> int:
             writer.write_record(rec)
             n += 1
     return n
+
+
+def rates_from(best: dict[str, tuple[int, int, float]], repeat: int) -> dict[str, Measurement]:
+    """The extract rates of the variants run ({variant: (records, kept, best CPU s)}), as the table prints them."""
+    return {RATE_OF_VARIANT[v]: Measurement(round(recs / dt, 1), f"CPU time of one process, best of {repeat}, on {recs} "
+                                            f"real pages in one WARC; variant `{v}`")
+            for v, (recs, _kept, dt) in best.items() if v in RATE_OF_VARIANT}
 
 
 def run_variant(warc: Path, variant: str) -> tuple[int, int, float]:
@@ -197,10 +215,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep-warc", type=Path, default=None,
                     help="also copy the WARC of the pages here (e.g. to build a corpus of real articles for "
                          "benchmarks/retrieval/embedding_backends.py --workspace)")
+    add_record_arguments(ap)
     args = ap.parse_args(argv)
     if not args.set:
         print("warc_stage_speed: no --set given; see the module docstring. Skipped.")
         return
+    recording = start_recording(args, "benchmarks.corpus.warc_stage_speed", sys.argv[1:] if argv is None else argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     pages = []
     for spec in args.set:
@@ -229,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         for variant in variants:
             recs, kept, dt = best[variant]
             print(f"| {variant} | {recs} | {kept} | {dt:.2f} | {recs / dt:.1f} |", flush=True)
+        record_rates(recording, rates_from(best, args.repeat))
         if args.profile:
             for variant in variants:
                 profile_variant(warc, variant)

@@ -30,6 +30,10 @@ question as of two dates, the articles written about it visible by then):
 
     taskset -c 0 .venv/bin/python -m benchmarks.retrieval.embedding_backends --threads 1 --rounds 3 \
         --paths 'default,max_seq_length=192,max_seq_length=128' --world small_world --quality-workspace small_ws
+
+With `--paths` including `default`, `--record` writes the planner's `embed` rate (the `default` path's
+articles/s/core, the median round) into forecast_env/rates.json; give `--record-command 'cd DATA &&
+taskset -c 1 ...'` for a pinned run.
 """
 
 from __future__ import annotations
@@ -37,10 +41,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.recording import Measurement, add_record_arguments, record_rates, start_recording
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -168,7 +176,29 @@ def world_set(world: Path, workspace: Path) -> tuple[list[str], list[str], list,
     return store["doc_id"].to_list(), store_texts(workspace), [(q, rel) for q, _, rel in judged], visible
 
 
-def compare_paths(args: argparse.Namespace, threads: int) -> None:
+@dataclass(frozen=True)
+class PathsRun:
+    """What `compare_paths` timed (how many texts, from where) and its figures per path."""
+
+    texts: int
+    source: str  # where the timed texts came from, as a rate's note says it
+    generated: bool  # the texts were generated_texts' (not articles)
+    threads: int
+    rounds: int
+    results: dict[str, dict]
+
+
+def rates_from(run: PathsRun) -> dict[str, Measurement]:
+    """The planner's `embed` rate of a `--paths` run: the `default` path's articles/s/core (the median round)."""
+    if "default" not in run.results:
+        return {}
+    return {"embed": Measurement(run.results["default"]["articles_per_core_s"],
+                                 f"the shipped embedding config (path `default`), process CPU time on {run.threads} "
+                                 f"thread(s), median of {run.rounds} round(s), {run.texts} {run.source}",
+                                 measured_on="generated texts" if run.generated else None)}
+
+
+def compare_paths(args: argparse.Namespace, threads: int) -> PathsRun:
     """Today's default embedding config against variants: CPU time per article and dense recall@10."""
     from forecast_env.config import load_config
     from forecast_env.retrieval.dense import Embedder
@@ -191,11 +221,13 @@ def compare_paths(args: argparse.Namespace, threads: int) -> None:
     if args.world:
         sets[f"world:{args.world.name}"] = world_set(args.world, args.quality_workspace)
     if args.texts:
-        timed = json.loads(args.texts.read_text())[: args.n or None]
+        timed, source = json.loads(args.texts.read_text())[: args.n or None], f"texts of {args.texts.name}"
     elif args.workspace:
-        timed = workspace_texts(args.workspace, args.n)
+        timed, source = workspace_texts(args.workspace, args.n), f"articles of workspace {args.workspace.name}"
+    elif sets:
+        timed, source = next(iter(sets.values()))[1][: args.n], f"documents of {next(iter(sets))}"
     else:
-        timed = next(iter(sets.values()))[1][: args.n] if sets else generated_texts(args.n)
+        timed, source = generated_texts(args.n), "generated texts"
     print(f"threads {threads}; timed: {len(timed)} texts of {np.mean([len(t) for t in timed]):.0f} characters; "
           f"base config {json.dumps({k: base.get(k) for k in ('backend', 'quantize', 'max_seq_length', 'batch_size')})}")
     embs = {name: Embedder.from_config(cfg) for name, cfg in paths.items()}
@@ -239,9 +271,11 @@ def compare_paths(args: argparse.Namespace, threads: int) -> None:
     if args.json:
         args.json.write_text(json.dumps({"threads": threads, "n": len(timed), "rounds": args.rounds,
                                          "paths": paths, "results": results}, indent=1, default=str))
+    return PathsRun(len(timed), source, not args.texts and not args.workspace and not sets, threads,
+                    max(1, args.rounds), results)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", type=Path, default=None, help="take texts from this workspace's article store")
     ap.add_argument("--texts", type=Path, default=None, help="or from a JSON list of texts")
@@ -268,13 +302,17 @@ def main() -> None:
     ap.add_argument("--beir", type=Path, default=BEIR_FIXTURE, help="a BEIR-format folder for --paths ('none': skip)")
     ap.add_argument("--world", type=Path, default=None, help="a sample world (truth.json) for --paths' recall")
     ap.add_argument("--quality-workspace", type=Path, default=None, help="its built workspace (corpus store)")
-    args = ap.parse_args()
+    add_record_arguments(ap)
+    args = ap.parse_args(argv)
+    if args.record and not args.paths:
+        raise SystemExit("--record needs --paths with `default`: the planner's embed rate is the default path's")
+    recording = start_recording(args, "benchmarks.retrieval.embedding_backends", sys.argv[1:] if argv is None else argv)
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if args.paths:
         if args.world and not args.quality_workspace:
             raise SystemExit("--world needs --quality-workspace (the workspace whose store was built from it)")
-        compare_paths(args, threads)
+        record_rates(recording, rates_from(compare_paths(args, threads)))
         return
     from forecast_env.retrieval.dense import Embedder
 

@@ -17,6 +17,11 @@ own index build (`forecast_env.corpus_build.index.build_index`, static backend, 
 the months before it). The index build is resumable per month, so a killed `build` continues where
 it stopped. Seconds per stage are added up across runs in ROOT/timings.json.
 
+`--record` (on `build` and `query`) writes the planner's rates into forecast_env/rates.json: `build` the IVF
+training (`ivf`: this run's IVF train + add wall seconds x OMP_NUM_THREADS per article, when the run trained
+every IVF month) and the disk per article (`index.disk`: the whole workspace under ROOT/ws); `query` the
+searcher's private memory after the searches (`index.search_memory`).
+
 `query` opens the index in a fresh child process and measures, for the same queries and dates:
 hybrid / dense / BM25 latency through `Searcher.search` (query embedding and `Hit` objects
 included) with the IVF months and with every month scanned exactly, recall@10 of the IVF months
@@ -49,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import child_env, module_command
+from benchmarks.recording import Measurement, add_record_arguments, record_rates, start_recording
 
 SEED = 20261130
 TOPICS = 5_000
@@ -206,9 +212,13 @@ class Timings:
     def __init__(self, path: Path):
         self.path = path
         self.data: dict[str, float] = json.loads(path.read_text()) if path.exists() else {}
+        self.run: dict[str, float] = {}  # this run's seconds per stage (not saved: what `--record` reads)
+        self.calls: dict[str, int] = {}  # this run's timed calls per stage
 
     def add(self, stage: str, seconds: float) -> None:
         self.data[stage] = round(self.data.get(stage, 0.0) + seconds, 2)
+        self.run[stage] = self.run.get(stage, 0.0) + seconds
+        self.calls[stage] = self.calls.get(stage, 0) + 1
         self.path.write_text(json.dumps(self.data, indent=1, sort_keys=True))
 
 
@@ -250,7 +260,8 @@ def scale_config(rows_per_month: int) -> dict[str, Any]:
     return cfg
 
 
-def build(root: Path, rows: int, months: int, upto: int | None = None, stage: str = "all") -> dict[str, Any]:
+def build(root: Path, rows: int, months: int, upto: int | None = None, stage: str = "all",
+          timings: Timings | None = None) -> dict[str, Any]:
     import forecast_env.corpus_build.index as index_mod
     from forecast_env import schema
     from forecast_env.store import Workspace, atomic_write_table
@@ -261,7 +272,7 @@ def build(root: Path, rows: int, months: int, upto: int | None = None, stage: st
     if meta_path.exists() and json.loads(meta_path.read_text()) != meta:
         sys.exit(f"{root} holds a run with {meta_path.read_text()}; use another --root or the same sizes")
     meta_path.write_text(json.dumps(meta))
-    timings = Timings(root / "timings.json")
+    timings = Timings(root / "timings.json") if timings is None else timings
     ws = Workspace.at(root / "ws", create=True)
     per = rows // months
     model = None
@@ -305,6 +316,36 @@ def disk_sizes(ws_root: Path) -> dict[str, float]:
             "bm25 global": mb((idx / "bm25").glob("*.*")),
             "rows": mb((idx / "rows").glob("*")),
             "total": mb(ws_root.rglob("*"))}
+
+
+#: The build's stage that trains and fills the IVF months (`Timings`).
+IVF_STAGE = "6 IVF train + add"
+
+
+def rates_from_build(result: dict[str, Any], timings: Timings, threads: int) -> dict[str, Measurement]:
+    """The planner's `ivf` (core-s per article) and `index.disk` (bytes per article) of one `build` run."""
+    if "summary" not in result:  # --stage generate: no index built
+        return {}
+    articles = int(result["summary"]["articles"])
+    total_mb = result["disk_mb"]["total"]
+    rates = {"index.disk": Measurement(round(total_mb * 2**20 / articles),
+                                       f"{total_mb / 1024:.1f} GiB for the index of {articles:,} articles (the "
+                                       "workspace: article store, text copy, dense shards, IVF, BM25, rows)")}
+    ivf_s, ivf_months = timings.run.get(IVF_STAGE, 0.0), len(result["summary"]["approximate"])
+    # the rate is per article of the corpus, so only a run that trained every IVF month gives it
+    if ivf_s > 0 and timings.calls.get(IVF_STAGE) == ivf_months:
+        rates["ivf"] = Measurement(float(f"{ivf_s * threads / articles:.4g}"),
+                                   f"{ivf_s:.0f} s on {threads} thread(s) to train the {ivf_months} IVF months of "
+                                   f"{articles:,} articles")
+    return rates
+
+
+def rates_from_query(result: dict[str, Any]) -> dict[str, Measurement]:
+    """The planner's `index.search_memory` (bytes) of one `query` run: the searcher's private memory after the searches."""
+    mb = result["memory_mb"]["after_searches"]["anonymous"]
+    return {"index.search_memory": Measurement(round(mb * 2**20), f"the searcher's private (anonymous) memory over "
+                                               f"the {result['articles']:,}-article index after the searches "
+                                               f"({mb:.0f} MiB)")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,7 +578,7 @@ def lists(root: Path, month: str, variants: list[str], n_queries: int, nprobes: 
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="generate the months and build the index (resumable)")
@@ -548,6 +589,7 @@ def main() -> None:
                    help="generate and index the first UPTO months only (a later run with more continues)")
     b.add_argument("--stage", choices=("all", "generate"), default="all",
                    help="generate: write the article months only (the index build runs with `all`)")
+    add_record_arguments(b)
     q = sub.add_parser("query", help="latency, recall and memory of the built index (fresh process)")
     q.add_argument("--root", type=Path, default=Path("/work/scale/10m"))
     q.add_argument("--queries", type=int, default=200)
@@ -555,6 +597,7 @@ def main() -> None:
     q.add_argument("--alt-codes", choices=("pq4fs", "sq8"), default=None,
                    help="also sweep the IVF months rebuilt with these codes (built once under ROOT/alt_CODES)")
     q.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    add_record_arguments(q)
     lp = sub.add_parser("lists", help="one month's IVF built several ways (lists, codes), swept over nprobe")
     lp.add_argument("--root", type=Path, default=Path("/work/scale/10m"))
     lp.add_argument("--month", default="2024-10")
@@ -562,10 +605,17 @@ def main() -> None:
                     help="comma-separated CODES:NLIST (codes: sq8, sq4, rabitq); built once under ROOT/lists")
     lp.add_argument("--queries", type=int, default=100)
     lp.add_argument("--nprobe", default="64,128,256,512")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    # the threads of the run are part of its command (the IVF rate is per core)
+    env = [f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"] if "OMP_NUM_THREADS" in os.environ else []
+    recording = (start_recording(args, "benchmarks.retrieval.index_at_scale", sys.argv[1:] if argv is None else argv,
+                                 env) if args.cmd in ("build", "query") and not getattr(args, "child", False) else None)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.cmd == "build":
-        print(json.dumps(build(args.root, args.rows, args.months, args.upto, args.stage), indent=1))
+        timings = Timings(args.root / "timings.json")
+        result = build(args.root, args.rows, args.months, args.upto, args.stage, timings)
+        print(json.dumps(result, indent=1))
+        record_rates(recording, rates_from_build(result, timings, int(os.environ["OMP_NUM_THREADS"])))
     elif args.cmd == "lists":
         print(json.dumps(lists(args.root, args.month, args.variants.split(","), args.queries,
                                tuple(int(x) for x in args.nprobe.split(","))), indent=1))
@@ -578,7 +628,9 @@ def main() -> None:
         res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=child_env())
         if res.returncode:
             sys.exit(res.stderr)
-        print(json.dumps(json.loads(res.stdout.strip().splitlines()[-1]), indent=1))
+        result = json.loads(res.stdout.strip().splitlines()[-1])
+        print(json.dumps(result, indent=1))
+        record_rates(recording, rates_from_query(result))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forecast_env.rates import RATES_FILE, Rate, rates_with_prefix, read_rates, write_rate
+from forecast_env.rates import RATES_FILE, Rate, machine_state, rates_with_prefix, read_rates, write_rate
 
 
 @pytest.fixture
@@ -60,3 +60,36 @@ def test_a_rate_names_its_script_in_either_command_form() -> None:
 def test_rates_with_prefix_keeps_the_file_order() -> None:
     cpu = rates_with_prefix("merge.cpu.")
     assert list(cpu) == ["keys", "pairs", "store"] and all(v > 0 for v in cpu.values())
+
+
+def test_write_rate_changes_only_the_lines_of_the_new_measurement(rates_copy: Path) -> None:
+    """The file keeps its rates' order, each rate's field order (extract.lean's value is not its first field)
+    and its formatting, so a re-recorded rate's diff is its own changed lines."""
+    before = rates_copy.read_text().splitlines()
+    rate = write_rate("extract.lean", 44.2, ".venv/bin/python -m benchmarks.corpus.warc_stage_speed --variants body=lean",
+                      state="loaded", date="2027-01-02", note="a new run", path=rates_copy)
+    after = rates_copy.read_text().splitlines()
+    assert len(after) == len(before) and rates_copy.read_text().endswith("}\n")
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    fields = [b.split(":")[0].strip().strip('"') for _, b in changed]
+    assert fields == ["command", "value", "date", "state", "note"]  # the order extract.lean's fields have in the file
+    assert all(a.split(":")[0] == b.split(":")[0] for a, b in changed)  # each line in its place, same indent
+    assert read_rates(rates_copy)["extract.lean"] == rate and rate.unit == "records/s/core"
+    text = rates_copy.read_text()
+    assert json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n" == text
+    # an integer value stays an integer (merge.base_bytes is bytes)
+    write_rate("merge.base_bytes", 150994944, ".venv/bin/python -m benchmarks.corpus.merge pairs --keys k",
+               state="idle", path=rates_copy)
+    assert '"value": 150994944,' in rates_copy.read_text()
+
+
+def test_the_shipped_file_is_in_write_rates_format() -> None:
+    """A first `--record` must not reformat the file: it is already as write_rate writes it."""
+    text = RATES_FILE.read_text()
+    assert json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n" == text
+
+
+def test_machine_state_is_idle_under_half_a_load_per_cpu() -> None:
+    assert machine_state(0.9, 2) == "idle" and machine_state(1.0, 2) == "loaded"
+    assert machine_state(3.7, 2) == "loaded" and machine_state(7.9, 16) == "idle"
+    assert machine_state() in ("idle", "loaded")  # the machine's own load average
