@@ -29,8 +29,11 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/python -m forecast_env.cli.main demo --workspace demo_ws
 
+# on every core, at most 4 (pytest-xdist; tests/conftest.py orders the work units, longest first): beyond that
+# the longest unit (the Ray tests, one after another) sets the time, and each worker holds its own models in memory
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? 4 : n )))
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests
 
 # every benchmark module (benchmarks/<area>/<name>.py, run as `python -m benchmarks.<area>.<name>`), then,
 # last, the acceptance gate (tests/eval/test_acceptance.py runs benchmarks/envs/acceptance.py): it fails `make bench`
@@ -38,9 +41,11 @@ test: $(STAMP)
 # scripts that need what a user brings or a long separate job, each run by hand with the command RESULTS.md gives:
 # retrieval/index_at_scale (the 10M-article build, hours), serving/llm_local (make llm-local), retrieval/search_quality
 # and eval/report_statistics (a built world / run), corpus/extract_quality (real page sets passed with --set),
-# envs/reader_trials (a measurement for whoever changes the reader)
+# envs/reader_trials (a measurement for whoever changes the reader); and the scripts whose modes are subcommands
+# (corpus/merge, envs/exposure, orchestration/s3_workspace, retrieval/determinism: `make bench` stopped at the first)
 BENCH_MANUAL = envs/acceptance retrieval/index_at_scale serving/llm_local retrieval/search_quality \
-	eval/report_statistics corpus/extract_quality envs/reader_trials
+	eval/report_statistics corpus/extract_quality envs/reader_trials \
+	corpus/merge envs/exposure orchestration/s3_workspace retrieval/determinism
 bench: $(STAMP)
 	for b in benchmarks/*/*.py; do n=$${b#benchmarks/}; n=$${n%.py}; \
 		case "$$n" in */__init__) continue;; esac; \

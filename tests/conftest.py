@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from filelock import FileLock
 
-from tests.support.shared_fixture import run_root, shared_folder, xdist_worker
+from tests.support.shared_fixture import run_root, shared_folder
+
+if TYPE_CHECKING:
+    from xdist.remote import Producer
+
+    from tests.support.work_units import UnitScheduling
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -23,11 +29,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(scope="session")
-def micro_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def micro_world(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """A generated `micro` sample world (WARC files, Polymarket JSON, truth.json)."""
     from forecast_env.synth import synthesize
 
-    return shared_folder(tmp_path_factory, "micro_world",
+    return shared_folder(tmp_path_factory, worker_id, "micro_world",
                          lambda out: synthesize(out, preset="micro", seed=0, progress=False))
 
 
@@ -57,31 +63,41 @@ def _build_micro_ws(world: Path, ws: Path, stages: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="session")
-def micro_corpus(micro_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def micro_corpus(micro_world: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """A workspace holding the corpus built from the micro world's WARC files."""
-    if xdist_worker():
+    if worker_id != "master":
         # the workers share one workspace, so it is built whole at once: a later stage written into it while
         # another worker's test reads it would change files under that test
-        return shared_folder(tmp_path_factory, "micro_ws", lambda ws: _build_micro_ws(micro_world, ws, MICRO_STAGES))
+        return shared_folder(tmp_path_factory, worker_id, "micro_ws",
+                             lambda ws: _build_micro_ws(micro_world, ws, MICRO_STAGES))
     ws = tmp_path_factory.mktemp("micro_ws")
     _build_micro_ws(micro_world, ws, ("corpus",))
     return ws
 
 
 @pytest.fixture(scope="session")
-def micro_index(micro_corpus: Path, micro_world: Path) -> Path:
+def micro_index(micro_corpus: Path, micro_world: Path, worker_id: str) -> Path:
     """The micro workspace with its dense and BM25 indices."""
-    if not xdist_worker():
+    if worker_id == "master":  # under xdist micro_corpus built every stage
         _build_micro_ws(micro_world, micro_corpus, ("index",))
     return micro_corpus
 
 
 @pytest.fixture(scope="session")
-def micro_events(micro_index: Path, micro_world: Path) -> Path:
+def micro_events(micro_index: Path, micro_world: Path, worker_id: str) -> Path:
     """The micro workspace with its events, beliefs and schedules."""
-    if not xdist_worker():
+    if worker_id == "master":
         _build_micro_ws(micro_world, micro_index, ("events",))
     return micro_index
+
+
+@pytest.fixture(scope="session")
+def siblings(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Path]:
+    """The `siblings` world and its events built with the cross-question rule on and off ({"world", "on",
+    "off"}), built once per run (tests/support/siblings.py); a test copies a workspace before it changes it."""
+    from tests.support.siblings import build_siblings, siblings_paths
+
+    return siblings_paths(shared_folder(tmp_path_factory, worker_id, "siblings", build_siblings))
 
 
 #: the world of the one-world gate: seed 1 writes its evidence with bank b, the phrasing written apart from
@@ -91,7 +107,7 @@ GATE_SEED = 1
 
 
 @pytest.fixture(scope="session")
-def gate_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def gate_events(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """The `gate` world of GATE_SEED, built once per run (the acceptance gate's world, test_acceptance.py).
     With FORECAST_ENV_ACCEPTANCE_DIR set it is reused across runs (keyed by the builders' code)."""
     from benchmarks.envs import acceptance
@@ -99,8 +115,8 @@ def gate_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = os.environ.get("FORECAST_ENV_ACCEPTANCE_DIR")
     if cache:
         root = Path(cache) / acceptance.builder_hash()
-    elif xdist_worker():
-        root = run_root(tmp_path_factory) / "gate"
+    elif worker_id != "master":
+        root = run_root(tmp_path_factory, worker_id) / "gate"
     else:
         root = tmp_path_factory.mktemp("gate")
     root.mkdir(parents=True, exist_ok=True)
@@ -109,16 +125,16 @@ def gate_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def gate_episode_forecasts(gate_events: Path, tmp_path_factory: pytest.TempPathFactory):
+def gate_episode_forecasts(gate_events: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str):
     """The forecasts of one episode-mode run of uniform and retrieval over every split of the gate world,
     played once per run: the acceptance gate's figures."""
     import polars as pl
 
     from benchmarks.envs import acceptance
 
-    done = run_root(tmp_path_factory) / "gate-episode.done"  # this run's: a cached world is played again
+    done = run_root(tmp_path_factory, worker_id) / "gate-episode.done"  # this run's: a cached world is replayed
     with FileLock(gate_events.parent / "gate-episode.lock"):
-        if xdist_worker() and done.exists():  # played by another worker of this run
+        if worker_id != "master" and done.exists():  # played by another worker of this run
             return pl.read_parquet(gate_events / "runs" / "gate-episode" / "forecasts.parquet")
         forecasts = acceptance.run_agents(gate_events, "all", workers=1, agents=["uniform", "retrieval"],
                                           run_id="gate-episode")
@@ -130,51 +146,88 @@ def gate_episode_forecasts(gate_events: Path, tmp_path_factory: pytest.TempPathF
 #: its own Ray instance (up to two CPUs, object store, worker processes), the cluster test three nodes.
 RAY_GROUP = "ray"
 
-#: The known-long tests and modules (a node id or its prefix), longest first: under xdist their work units start
-#: first, so that no worker is left with a long one while the other has finished (seconds on 2 idle cores, one
-#: worker, figures in benchmarks/RESULTS.md).
+#: The first test under xdist: a short one on the shared micro workspace, so that one worker builds it at once
+#: while the other starts the Ray group (whose first test needs the micro world only), and no later test waits.
+FIRST = "tests/envs/test_world.py::test_world_and_episode_runs_score_the_same_rows_on_a_built_world"
+
+#: The known-long tests and modules (a node id or its prefix), longest first (`--durations` of an `-n 2` run):
+#: under xdist their work units start first, so that no worker is left with a long one while the other has
+#: finished. A test left out only starts later; list a new one that takes more than about 10 s.
 LONG = (
     "tests/eval/test_acceptance.py::test_retrieval_beats_uniform_on_one_world",  # builds and plays the gate world
     "tests/workspace/test_s3_workspace.py",
-    "tests/system/crash/test_crash.py",
-    "tests/adapters/test_trl.py::test_grpo_trainer_trains_on_the_environments_rewards",
     "tests/recipe/test_build_recipe.py",
     "tests/corpus_build/test_embed.py",
+    "tests/adapters/test_verifiers.py",
+    "tests/system/crash/test_crash.py",
     "tests/retrieval/test_searcher_threads.py",
+    "tests/adapters/test_trl.py::test_grpo_trainer_trains_on_the_environments_rewards",
     "tests/system/faults/test_disk_full.py",
     "tests/corpus_build/test_pipeline.py",
-    "tests/synth/test_synth.py",
-    "tests/corpus_build/test_index.py",
     "tests/corpus_build/test_merge.py",
-    "tests/adapters/test_sessions_load.py",
+    "tests/corpus_build/test_index.py",
     "tests/eval/audit/test_audit_siblings.py",
-    "tests/eval/runs/test_runner.py",
-    "tests/cli/test_cli.py::test_index_prepare_builds_the_configured_backend",
-    "tests/synth/test_serve_polymarket.py",
-    "tests/adapters/test_verifiers.py",
     "tests/repo/test_wheel.py",
+    "tests/synth/test_synth.py::test_tiny_preset_counts",
     "tests/envs/test_world.py",
+    "tests/eval/runs/test_runner.py",
+    "tests/adapters/test_mcp.py",
+    "tests/cli/test_cli.py::test_index_prepare_builds_the_configured_backend",
 )
 
 
-def _work_unit(item: pytest.Item) -> str | None:
-    """The xdist group of `item`, or None for a unit of its own: the Ray tests share one, and the tests that
-    share a module- or class-scoped fixture (or the audit's `siblings` world) run on one worker that builds it."""
+def _unit_keys(item: pytest.Item) -> list[str]:
+    """What ties `item` to other tests on one worker: an `xdist_group` mark; the Ray group; a session fixture that
+    a folder's conftest.py builds per worker (unlike this file's, shared by all workers); its module, when it
+    uses a module- or class-scoped fixture (one worker builds it once)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return [str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))]
     if item.get_closest_marker("ray"):
-        return RAY_GROUP
-    if "siblings" in item.fixturenames:
-        return "siblings"
+        return [RAY_GROUP]
     info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else ()
-    if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
-        return item.nodeid.split("::")[0]
-    return None
+    defs = [d[-1] for d in info.name2fixturedefs.values() if d] if info is not None else []
+    keys = [f"{where}.{d.argname}" for d in defs
+            if d.scope == "session" and (where := getattr(d.func, "__module__", "")).endswith(".conftest")
+            and where != __name__]
+    if any(d.scope in ("module", "class", "package") for d in defs):
+        keys.append(item.nodeid.split("::")[0])
+    return keys
+
+
+def _work_units(items: list[pytest.Item]) -> dict[str, str]:
+    """{node id: unit} for the tests that share a key of _unit_keys with others (directly or through a chain);
+    a test missing here is a unit of its own."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    keys = {item.nodeid: _unit_keys(item) for item in items}
+    for ks in keys.values():
+        for k in ks[1:]:
+            a, b = sorted((root(ks[0]), root(k)))
+            parent[b] = a
+    return {nodeid: root(ks[0]) for nodeid, ks in keys.items() if ks}
+
+
+def _first_driver(item: pytest.Item) -> bool:
+    """Whether `item` connects to a Ray cluster of its own (tests/system/cluster): it must come before any local
+    Ray in this process. After a local `ray.init()` and `ray.shutdown()`, a driver that connects to another
+    cluster gets its build's named limiter actor cancelled before it starts (ActorDiedError; seen with Ray 2.60
+    here, reproduced with test_runner's Ray test followed by the cluster test)."""
+    return "make_cluster" in item.fixturenames
 
 
 def _rank(item: pytest.Item) -> int:
-    """Where `item`'s unit starts: the Ray group first, then LONG's order, then the other slow tests."""
+    """Where `item`'s unit starts: FIRST, then the Ray group (its cluster tests first), then LONG's order, then
+    the other slow tests."""
+    if item.nodeid == FIRST:
+        return -2
     if item.get_closest_marker("ray"):
-        return 0
+        return -1 if _first_driver(item) else 0
     for i, prefix in enumerate(LONG, start=1):
         if item.nodeid.startswith(prefix):
             return i
@@ -182,20 +235,31 @@ def _rank(item: pytest.Item) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist (each worker collects; `--dist loadgroup --no-loadscope-reorder` keeps this order): the
-    work units, and the long ones first. Without xdist the order and the tests stay as collected."""
-    if not xdist_worker():
+    """On an xdist worker: the work units (tests/support/work_units.py), the long ones first. Without xdist the
+    tests stay in the order collected, but for the Ray cluster tests, first (_first_driver)."""
+    if not hasattr(config, "workerinput"):
+        items.sort(key=lambda item: not _first_driver(item))
         return
-    for item in items:
-        group = _work_unit(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    from tests.support.work_units import write_units
+
+    units = _work_units(items)
     # a unit starts where its first test stands: every test of a unit takes the unit's best rank
     unit_rank: dict[str, int] = {}
     for item in items:
-        key = _work_unit(item) or item.nodeid
+        key = units.get(item.nodeid, item.nodeid)
         unit_rank[key] = min(unit_rank.get(key, _rank(item)), _rank(item))
-    items.sort(key=lambda item: unit_rank[_work_unit(item) or item.nodeid])
+    items.sort(key=lambda item: (unit_rank[units.get(item.nodeid, item.nodeid)], _rank(item)))
+    write_units(config, units)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> UnitScheduling | None:
+    """`--dist loadgroup` (pyproject's addopts): the work units the workers wrote; another --dist: xdist's own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.support.work_units import UnitScheduling
+
+    return UnitScheduling(config, log)
 
 
 #: Skips that CI expects: what CI cannot have (a local model server needs a model build of 10+ minutes,

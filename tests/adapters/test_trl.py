@@ -4,7 +4,7 @@ Nothing is downloaded: the model is a randomly initialised causal LM built from 
 byte-level BPE trained here with `tokenizers` on the very transcripts it learns from, its chat template TRL's
 own Qwen3 template (TRL refuses templates that cannot render tool calls). A random model never emits a tool
 call, so every reward would be the same and GRPO would have nothing to learn from: a short supervised warm
-start on the scripted agents' tool-call transcripts comes first, then GRPO runs on CPU for two optimizer steps.
+start on the scripted agents' tool-call transcripts comes first, then GRPO runs on CPU for one optimizer step.
 """
 
 from __future__ import annotations

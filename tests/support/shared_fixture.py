@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -11,26 +10,21 @@ import pytest
 from filelock import FileLock
 
 
-def xdist_worker() -> bool:
-    """Whether this process is a pytest-xdist worker (the variable xdist sets in each worker)."""
-    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
-
-
-def run_root(factory: pytest.TempPathFactory) -> Path:
+def run_root(factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """The folder of the whole run: under xdist the controller's basetemp (each worker's is a child of it)."""
     base = factory.getbasetemp()
-    return base.parent if xdist_worker() else base
+    return base if worker_id == "master" else base.parent
 
 
-def shared_folder(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
-    """`name`'s folder, filled by `build(folder)` once per run: a fresh `mktemp(name)` without xdist; under xdist
-    the first worker builds it in the run's folder while the others wait on the lock, then reuse it."""
-    if not xdist_worker():
+def shared_folder(factory: pytest.TempPathFactory, worker_id: str, name: str, build: Callable[[Path], object]) -> Path:
+    """`name`'s folder, filled by `build(folder)` once per run: a fresh `mktemp(name)` without xdist (`worker_id`
+    "master"); under xdist the first worker builds it in the run's folder while the others wait, then reuse it."""
+    if worker_id == "master":
         folder = factory.mktemp(name)
         build(folder)
         return folder
-    root = run_root(factory)
-    folder, done = root / name, root / f"{name}.done"  # the marker lies beside: tests list the folder's files
+    root = run_root(factory, worker_id)
+    folder, done = root / name, root / f"{name}.done"  # the marker lies beside it: tests list the folder's files
     with FileLock(root / f"{name}.lock"):
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)  # a build that failed on another worker is redone whole

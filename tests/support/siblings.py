@@ -12,18 +12,20 @@ def events_config(cross_question: bool) -> dict:
     return {"screen": {"enabled": False}, "schedule": {"require_index": False, "cross_question": cross_question}}
 
 
+def siblings_paths(root: Path, preset: str = "siblings") -> dict[str, Path]:
+    """Where build_siblings(root, preset) writes: {"world", "on", "off"} paths."""
+    return {"world": root / preset, "on": root / f"ws-{preset}-on", "off": root / f"ws-{preset}-off"}
+
+
 def build_siblings(root: Path, preset: str = "siblings") -> dict[str, Path]:
     """Synthesize `preset` under `root` and build its events twice: {"world", "on", "off"} paths."""
     from forecast_env.envs.events.build import build_events
     from forecast_env.synth import synthesize
 
-    world = root / preset
-    synthesize(world, preset=preset, seed=0, progress=False)
-    out = {"world": world}
+    out = siblings_paths(root, preset)
+    synthesize(out["world"], preset=preset, seed=0, progress=False)
     for name, flag in (("on", True), ("off", False)):
-        ws = root / f"ws-{preset}-{name}"
-        build_events(world / "polymarket", ws, config=events_config(flag), progress=False)
-        out[name] = ws
+        build_events(out["world"] / "polymarket", out[name], config=events_config(flag), progress=False)
     return out
 
 

@@ -23,14 +23,13 @@ from forecast_env.synth.checks import first_quality_reason
 from forecast_env.synth.world import PLANTS
 
 
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("micro")
-    synthesize(out, "micro", seed=0, progress=False)
-    return out
+@pytest.fixture()
+def micro(micro_world: Path) -> Path:
+    """The session's `micro` world (tests/conftest.py: preset micro, seed 0), read only here."""
+    return micro_world
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def truth(micro) -> dict:
     return json.loads((micro / "truth.json").read_text())
 

@@ -22,7 +22,7 @@ from forecast_env.envs.events.exposure import (
 )
 from forecast_env.envs.events.schedule import build_schedule
 from forecast_env.envs.events.tables import load_events
-from tests.support.siblings import build_siblings, truth_exposures
+from tests.support.siblings import truth_exposures
 
 D0 = date(2026, 3, 1)
 
@@ -220,11 +220,6 @@ def test_exposure_cut_keeps_whole_bins_a_prefix_and_steps_total() -> None:
 # ---------------------------------------------------------------------------------------------
 # the sample world's plants (truth.json)
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def siblings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return build_siblings(tmp_path_factory.mktemp("siblings"))
 
 
 def _tables(ws: Path) -> tuple[dict, pl.DataFrame, dict]:

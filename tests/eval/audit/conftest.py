@@ -1,5 +1,5 @@
-"""Fixtures the audit's test modules share: a writable copy of the `micro` workspace to plant leaks in, and the
-`siblings` world built with the cross-question rule on and off."""
+"""Fixtures the audit's test modules share: a writable copy of the `micro` workspace to plant leaks in (the
+`siblings` world, built with the cross-question rule on and off, is the root conftest's, built once per run)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.siblings import build_siblings
-
 
 @pytest.fixture()
 def ws_copy(micro_events: Path, tmp_path: Path) -> Path:
@@ -17,10 +15,3 @@ def ws_copy(micro_events: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "ws"
     shutil.copytree(micro_events, dst, ignore=shutil.ignore_patterns("runs", "audit", "exports"))
     return dst
-
-
-@pytest.fixture(scope="session")
-def siblings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The `siblings` world and its events built with the rule on and off (checks 1 and 6 read it; tests copy
-    before they change it), built once per session."""
-    return build_siblings(tmp_path_factory.mktemp("siblings-audit"))
