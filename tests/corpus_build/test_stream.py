@@ -368,10 +368,15 @@ def test_ray_tasks_stream_their_own_files_under_one_named_actor_limiter(served_w
     pytest.importorskip("ray")
     served_world.plant("*", Fault("reset", times=2, at=0.4))  # the first fault that applies answers a request
     served_world.plant("*", Fault("slow", times=-1, delay=0.05))
+    from forecast_env.executor import ray_session
+
     cfg = served_config(served_world.url, max_connections=1)
     ws = tmp_path / "ws"
-    summary = build_corpus(resolve_sources(SourceSpec(cc_news="2025-03..2026-05"), cfg, ws), ws, config=cfg,
-                           workers=2, engine="ray", progress=False)
+    # one local Ray for the whole build, started as the build would start it (2 CPUs) and shut down after: the
+    # file stage and the merge then share it instead of each starting and stopping its own
+    with ray_session(None, 2):
+        summary = build_corpus(resolve_sources(SourceSpec(cc_news="2025-03..2026-05"), cfg, ws), ws, config=cfg,
+                               workers=2, engine="ray", progress=False)
     assert served_world.stats()["peak_active"] == 1 and summary["transfer"]["limiter"]["peak_connections"] == 1
     assert summary["transfer"]["streamed"]["resumes"] == 2
     assert store_digest(ws) == _local_digest(micro_corpus)[0]
