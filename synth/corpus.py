@@ -1,9 +1,10 @@
 """The news side of the sample world: every document, its page, its WARC record and its truth.
 
 Documents are event news (evidence grows toward the latent outcome), previews of scheduled events,
-distractors, and planted cases for every corpus stage (language, quality, time, dedup, leakage,
-broken records, charsets). `generate.build_docs` decides what exists; `render` turns a document into HTTP
-bytes and the truth the corpus builder must reproduce.
+outcome reports (after an event closed; presets with `outcome_reports`), distractors, and planted cases
+for every corpus stage (language, quality, time, dedup, leakage, broken records, charsets).
+`generate.build_docs` decides what exists; `render` turns a document into HTTP bytes and the truth the
+corpus builder must reproduce.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from forecast_env.synth.prose import (
     DISTRACTOR_TOPICS,
     distractor_article,
     event_article,
+    outcome_article,
 )
 from forecast_env.synth.scenarios import SCENARIO_BY_NAME
 from forecast_env.synth.warc import Record, record_id, warc_date, write_warc
@@ -167,6 +169,38 @@ def event_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBook
     return docs
 
 
+#: outcome reports appear between these delays after the event's close (t_true)
+OUTCOME_DELAY = (timedelta(hours=6), timedelta(days=4))
+#: the latest t_true of an outcome report: its crawl (>= t_true + 30 min, capped at the last crawl) and so
+#: its visibility then fall inside the corpus (CORPUS_END)
+OUTCOME_LATEST = LAST_CRAWL - timedelta(hours=1)
+
+
+def outcome_docs(events: list[Event], preset: Preset, seed: int, titles: TitleBook) -> list[Doc]:
+    """`preset.outcome_reports` articles per good (non-planted) event that report its realised outcome,
+    published 6 h to 4 days after its close; a report that would fall after `OUTCOME_LATEST` is skipped."""
+    docs: list[Doc] = []
+    if preset.outcome_reports <= 0:
+        return docs
+    lo, hi = (int(x.total_seconds()) for x in OUTCOME_DELAY)
+    for ev in events:
+        if ev.plant:
+            continue
+        rng = g.sub_rng(seed, "outcome", ev.gamma_id)
+        sc = SCENARIO_BY_NAME[ev.scenario.name]
+        for _ in range(preset.outcome_reports):
+            t = (ev.close + timedelta(seconds=rng.randint(lo + 1, hi))).replace(microsecond=0)
+            if t > OUTCOME_LATEST:
+                continue
+            text = outcome_article(rng, sc, ev.facts, ev.label)
+            host = rng.choice(g.OUTLETS)
+            title = titles.claim(rng, text.title, ev.facts.slots["city"])
+            docs.append(Doc(url="", kind="outcome_report", title=title, summary=text.summary,
+                            paragraphs=text.paragraphs, t_true=t, crawl=crawl_after(rng, t), host=host,
+                            event_id=ev.event_id, note=ev.scenario.category))
+    return docs
+
+
 def distractor_docs(n: int, seed: int, titles: TitleBook, tag: str = "d") -> list[Doc]:
     rng = g.sub_rng(seed, "distractors", tag)
     days = [CORPUS_START + timedelta(days=i) for i in range((CORPUS_END - CORPUS_START).days + 1)]
@@ -209,7 +243,7 @@ def assign_urls(docs: list[Doc], seed: int) -> None:
                                       decoys=d.decoys or d.force_decoy)
         if d.force_decoy:
             _force_decoy(mrng, d)
-        section = SECTIONS.get(d.note if d.kind in ("event_news", "preview") else None, "local")
+        section = SECTIONS.get(d.note if d.kind in ("event_news", "preview", "outcome_report") else None, "local")
         d.url = make_url(mrng, d.host, d.title or "page", section, (seed, i), d.markup.url_date)
     for d in docs:
         if d.same_as is not None:

@@ -6,7 +6,15 @@ import json
 import time
 from pathlib import Path
 
-from forecast_env.synth.corpus import Doc, TitleBook, assign_urls, distractor_docs, event_docs, write_corpus
+from forecast_env.synth.corpus import (
+    Doc,
+    TitleBook,
+    assign_urls,
+    distractor_docs,
+    event_docs,
+    outcome_docs,
+    write_corpus,
+)
 from forecast_env.synth.corpus_plants import planted_docs
 from forecast_env.synth.exposure_plants import plant_exposures
 from forecast_env.synth.phrasing import check_bank, default_bank
@@ -16,11 +24,15 @@ from forecast_env.synth.world import CORPUS_START, PLANTS, Event, build_events
 
 
 def build_docs(events: list[Event], preset: Preset, seed: int) -> list[Doc]:
-    """Every document of the world: the events' news, distractors and the planted cases, with URLs."""
+    """Every document of the world: the events' news, distractors, the planted cases and (presets with
+    `outcome_reports`) the outcome reports, with URLs. The outcome reports come last: URLs and date markup
+    are drawn per index, so the documents before them are the same with or without them."""
     titles = TitleBook()
     docs = event_docs(events, preset, seed, titles)
     docs += distractor_docs(preset.n_distractors, seed, titles)
     docs += planted_docs(events, preset, seed, titles, docs)
+    if preset.outcome_reports > 0:
+        docs += outcome_docs(events, preset, seed, titles)
     assign_urls(docs, seed)
     return docs
 
@@ -55,6 +67,21 @@ def event_truth(ev: Event) -> dict:
     }
 
 
+def outcome_truth(docs: list[Doc], articles: dict[str, dict]) -> dict[str, dict]:
+    """Per event with outcome reports: `outcome_reports` (their URLs in order of expected visibility, then
+    publication) and `outcome_report_day` (the first one's expected visibility day, the article truth's `day`)."""
+    by_event: dict[str, list[Doc]] = {}
+    for d in docs:
+        if d.kind == "outcome_report" and d.event_id is not None:
+            by_event.setdefault(d.event_id, []).append(d)
+    out = {}
+    for eid, reps in by_event.items():
+        reps.sort(key=lambda d: (articles[d.url]["visible_at"], d.t_true, d.url))
+        out[eid] = {"outcome_reports": [d.url for d in reps],
+                    "outcome_report_day": articles[reps[0].url]["day"]}
+    return out
+
+
 def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progress: bool = True,
                phrasing: str | None = None) -> dict:
     """Write the sample world `preset` for `seed` under `out_dir`; same inputs give identical bytes.
@@ -85,6 +112,7 @@ def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progre
                      "events_eval_keep": sum(1 for e in events if not e.plant and e.split == "eval"),
                      "events_train_keep": sum(1 for e in events if not e.plant and e.split == "train"),
                      "price_histories": pm["price_histories"], "trades": pm["trades"]}
+    outcomes: dict[str, dict] = {}
     if p.bench_articles:
         from forecast_env.synth.bench import write_bench_articles
 
@@ -97,6 +125,9 @@ def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progre
         corpus = write_corpus(out, docs, p, seed, progress)
         truth["articles"] = corpus["articles"]
         truth["files"] = corpus["files"]
+        outcomes = outcome_truth(docs, corpus["articles"])
+        if p.outcome_reports:
+            summary["outcome_reports"] = sum(len(v["outcome_reports"]) for v in outcomes.values())
         arts = corpus["articles"].values()
         summary.update({
             "articles": len(corpus["articles"]),
@@ -104,6 +135,8 @@ def synthesize(out_dir: str | Path, preset: str = "micro", seed: int = 0, progre
             "warc_files": len(corpus["files"]),
         })
     truth["events"] = {e.event_id: event_truth(e) for e in sorted(events, key=lambda e: int(e.gamma_id))}
+    for eid, extra in outcomes.items():  # events with outcome reports only (presets with `outcome_reports`)
+        truth["events"][eid].update(extra)
     if exposures is not None:
         truth["exposures"] = exposures  # which follow-up exposes which event, from when (docs/design.md §4)
     (out / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True, ensure_ascii=False),

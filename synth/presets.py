@@ -20,6 +20,8 @@ class Preset:
     max_days: int = 40  # longest good event, in days
     #: cross-question exposure plants (synth/exposure_plants.py): "" none, "design" or "held_out" phrasings
     exposure_plants: str = ""
+    #: per good (non-planted) event: articles that report its outcome after it closes (synth/corpus.py `outcome_docs`)
+    outcome_reports: int = 0
 
 
 PRESETS: dict[str, Preset] = {
@@ -43,6 +45,10 @@ PRESETS: dict[str, Preset] = {
     # 6's probe to have power (the 14 + 14 of `siblings` leave too few exposed dates; benchmarks/log/2026-12-01-cross-question-exposure.md)
     "siblings_large": Preset("siblings_large", n_train=40, n_eval=40, plant_copies=0, articles_per_event=(2, 3),
                              n_distractors=20, records_per_warc=250, max_days=30, exposure_plants="design"),
+    # outcome reports: two articles per good event, 6 h to 4 days after its close, stating the realised outcome, so
+    # that questions generated from the news can be resolved from it and graded against the truth
+    "questions": Preset("questions", n_train=8, n_eval=8, plant_copies=0, articles_per_event=(6, 9),
+                        n_distractors=60, records_per_warc=250, max_days=30, outcome_reports=2),
     "bench": Preset("bench", n_train=3, n_eval=3, plant_copies=0, articles_per_event=(30, 40),
                     n_distractors=0, records_per_warc=0, bench_articles=1_000_000, max_days=40),
 }

@@ -1,4 +1,4 @@
-"""English news prose from the scenario pools: event news, previews and unrelated (distractor) news.
+"""English news prose from the scenario pools: event news, previews, outcome reports and unrelated (distractor) news.
 
 Sentences are drawn without replacement inside one article, so an article never repeats a line or
 a long phrase (the Gopher repetition and FineWeb duplicate-line filters drop such pages).
@@ -7,6 +7,7 @@ a long phrase (the Gopher repetition and FineWeb duplicate-line filters drop suc
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +136,235 @@ def event_article(
         headlines = BANK_B.headlines if facts.phrasing == "b" else sc.headlines
         title = _fill(rng, rng.choice(headlines), slots, o, r)
     summary = paragraphs[0].split(". ")[0].rstrip(".") + "."
+    return Text(title, summary, paragraphs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Outcome reports: news written after an event closed, stating its realised outcome
+# ---------------------------------------------------------------------------------------------
+
+# Per scenario: "head" (titles), "lead" (the outcome, stated plainly) and "restate" (the outcome again, in
+# other words), under "yes" / "no" for Yes/No scenarios and "win" for named and multi ones (`${opt}` the
+# winning option, `${rival}` another). Every "no" lead says the thing did not happen ("did not", "failed",
+# "fell short", "fell through", "rejected", "voted down", "missed", "not"); no "yes" lead or restatement uses those words.
+OUTCOMES: dict[str, dict[str, dict[str, list[str]]]] = {
+    "election": {"win": {
+        "head": ["${opt} wins ${country} presidential election",
+                 "${country} election: ${opt} declared winner",
+                 "{Official results|Final count} {confirm|show} ${opt} as ${country} president"],
+        "lead": ["${opt} won the ${country} presidential election held on ${when}, {official results showed|the electoral commission announced}.",
+                 "The electoral commission of ${country} declared ${opt} the winner of the presidential election {on ${weekday}|once the count was completed}.",
+                 "Official results confirmed ${opt} as the winner of the ${country} presidential election, {ahead of|finishing ahead of} ${rival}.",
+                 "${opt} was elected president of ${country} {in the vote on ${when}|after a long campaign}, {defeating|beating} ${rival} and the rest of the field."],
+        "restate": ["{The result|The outcome} {makes|means} ${opt} the next president of ${country}.",
+                    "${opt} {claimed|declared} victory {in a speech|before supporters} in ${city} {once the count was complete|as the final results came in}.",
+                    "{The final count|The official tally} put ${opt} ahead of ${rival}, {election officials said|the commission said}."],
+    }},
+    "bill": {
+        "yes": {
+            "head": ["${country} parliament passes ${bill}", "${bill} {clears|passes} final vote in ${country}",
+                     "Lawmakers approve ${bill} in ${country}"],
+            "lead": ["The ${country} parliament passed the ${bill} in a final vote on ${when}.",
+                     "Lawmakers in ${country} {approved|voted to approve} the ${bill} {on ${when}|in a final vote}, {clearing its last hurdle in parliament|ending months of debate}.",
+                     "The ${bill} {passed|cleared} the ${country} parliament {on ${when}|in its final vote}, {officials confirmed|the speaker's office said}."],
+            "restate": ["With {the vote|its passage}, the ${bill} {becomes law|heads for the president's signature} in ${country}.",
+                        "{Supporters|Government ministers} {welcomed|hailed} the passage of the ${bill} as {an overdue reform|a major step} for ${country}.",
+                        "The ${bill} is now law {after|following} {its approval by parliament|the successful final vote}."],
+        },
+        "no": {
+            "head": ["${bill} fails in ${country} parliament", "${country} parliament {does not pass|fails to pass} ${bill}",
+                     "${bill} falls short in ${country}"],
+            "lead": ["The ${country} parliament did not pass the ${bill} by the ${when} deadline.",
+                     "The ${bill} failed to pass the ${country} parliament, falling short in the final vote on ${when}.",
+                     "Lawmakers in ${country} {rejected|voted down} the ${bill} {in a final vote on ${when}|on ${when}}."],
+            "restate": ["The result means the ${bill} will not become law {this session|for now}.",
+                        "{Supporters|Government ministers} said they were disappointed that the ${bill} {did not pass|failed to win a majority}.",
+                        "{The defeat|The failed vote} sends the ${bill} back to {the drafting stage|committee}, and it is not law in ${country}."],
+        },
+    },
+    "match": {"win": {
+        "head": ["${opt} beat ${rival} to win ${league} final", "${league} final: ${opt} {win|triumph} in ${city}",
+                 "${opt} {lift|claim} ${league} trophy"],
+        "lead": ["The ${opt} won the ${league} final {on ${when}|in ${city}}, {beating|defeating} the ${rival}.",
+                 "The ${opt} {beat|defeated} the ${rival} {on ${when}|in front of a sold-out crowd} to win the ${league} final.",
+                 "{Official results|The league} confirmed the ${opt} as the winner of the ${league} final against the ${rival}."],
+        "restate": ["{The victory|The win} {gives|hands} the ${opt} the ${league} {trophy|crown} for this season.",
+                    "{Fans|Supporters} of the ${opt} {celebrated|filled the streets} in ${city} {late into the night|after the final whistle}.",
+                    "For the ${rival}, {the defeat|the loss} {ends|closes} {a strong season|their campaign} at the final hurdle."],
+    }},
+    "champion": {"win": {
+        "head": ["${opt} {crowned|confirmed as} ${league} champions", "${opt} {clinch|seal} ${league} title"],
+        "lead": ["The ${opt} won the ${league} title, finishing ahead of the ${rival}.",
+                 "The ${opt} {clinched|secured|sealed} the ${league} title {on ${when}|on the last matchday}.",
+                 "{The league|Official standings} confirmed the ${opt} as {champions|the winners} of the ${league} {this season|after the final round}."],
+        "restate": ["{It is|This is} the {first|second} title for the ${opt} in ${n} years.",
+                    "{The ${rival}|Their closest rivals, the ${rival},} {finished|ended the season} {second|in second place} {behind the ${opt}|in the ${league}}.",
+                    "{Fans|Supporters} of the ${opt} {celebrated|gathered} in ${city} {after the final round|as the title was confirmed}."],
+    }},
+    "merger": {
+        "yes": {
+            "head": ["${company} completes {acquisition|takeover} of ${target}", "${company}-${target} deal {closes|is done}"],
+            "lead": ["${company} completed its acquisition of ${target} {on ${when}|this week}, {the companies said|according to a joint statement}.",
+                     "${company} {closed|finalized} its {takeover|purchase} of ${target}, {completing the deal by the ${when} target date|the company confirmed}.",
+                     "{The takeover|The acquisition} of ${target} by ${company} {was completed|closed} {on ${when}|after regulators cleared it}."],
+            "restate": ["{With the deal closed|Now that the deal is complete}, ${target} {becomes|is} {part of|a unit of} ${company}.",
+                        "${target} shares {were|have been} {delisted|removed from trading} {following|after} the completion of the ${company} {deal|takeover}."],
+        },
+        "no": {
+            "head": ["${company} {deal for|takeover of} ${target} {fails to close|falls through}",
+                     "${company} misses deadline on ${target} {deal|takeover}"],
+            "lead": ["${company} did not complete its acquisition of ${target} by the ${when} deadline.",
+                     "The {proposed|planned} takeover of ${target} by ${company} {failed to close|was not completed} by ${when}, {the companies said|according to a statement}.",
+                     "{The deal|The acquisition} between ${company} and ${target} {fell through|was not completed} {before|ahead of} the ${when} target date."],
+            "restate": ["${target} {remains|stays} independent {for now|for the time being}, {since|as} the deal did not close.",
+                        "{Shares of|Stock in} ${target} {fell|dropped} {after|when} it became clear the ${company} deal {would not close|had not been completed} in time."],
+        },
+    },
+    "ceo": {"win": {
+        "head": ["${company} names ${opt} chief executive", "${opt} to lead ${company} as CEO",
+                 "${company} board picks ${opt} as CEO"],
+        "lead": ["${company} named ${opt} as its new chief executive {on ${weekday}|this week}, ending a months-long search.",
+                 "${opt} was {named|appointed} chief executive of ${company}, {the board announced|the company said in a statement}.",
+                 "{The board of ${company}|The ${company} board} {chose|appointed} ${opt} to lead the company, {ahead of|passing over} ${rival}."],
+        "restate": ["${opt} {will take over|takes over} as chief executive {at the start of next month|in the coming weeks}, {the company said|according to the announcement}.",
+                    "{The appointment|The decision} {ends|concludes} ${subj}.",
+                    "{Investors|Analysts} {reacted calmly|welcomed the clarity} after ${company} {confirmed ${opt} as its next leader|announced ${opt} would be its new chief executive}."],
+    }},
+    "launch": {
+        "yes": {
+            "head": ["${mission} probe {lifts off|launches}", "${mission} {launch|liftoff} {succeeds|goes ahead}"],
+            "lead": ["The ${mission} probe lifted off {on ${when}|from the coastal spaceport|as planned}, {the mission operator confirmed|mission managers said}.",
+                     "The ${mission} {probe|spacecraft} launched {successfully|on schedule} {on ${when}|from the launch site near ${city}}.",
+                     "{Mission managers|The mission operator} confirmed that the ${mission} probe {had launched|lifted off} {before the window closed|by ${when}}."],
+            "restate": ["{The launch|Liftoff} {puts|places} the ${mission} {mission|probe} on course {for its science phase|to begin its journey}.",
+                        "{Engineers|The mission team} said {all systems were|the spacecraft was} working normally after {launch|liftoff}."],
+        },
+        "no": {
+            "head": ["${mission} probe {fails to launch|stays grounded} by deadline", "${mission} launch {scrubbed|called off}"],
+            "lead": ["The ${mission} probe did not launch by ${when}, {the mission operator confirmed|mission managers said}.",
+                     "{The launch of the ${mission} probe|The ${mission} launch} was {called off|scrubbed}, and the probe failed to lift off {by ${when}|before the window closed}.",
+                     "The ${mission} {probe|spacecraft} failed to lift off {before the window closed|by ${when}} and {remains|stayed} on the ground."],
+            "restate": ["{Mission managers|Officials} said a new launch date {had not yet been set|was not yet known}.",
+                        "The ${mission} {probe|spacecraft} {remains|stays} on the ground {after|following} the missed launch window."],
+        },
+    },
+    "trial": {
+        "yes": {
+            "head": ["${drug} trial {meets|hits} {primary endpoint|main goal}, ${company} says",
+                     "${company} reports positive ${drug} results"],
+            "lead": ["${company} reported {on ${weekday}|this week} that the late-stage trial of ${drug} met its primary endpoint.",
+                     "The phase three trial of ${drug} met its {primary endpoint|main goal}, ${company} {said|announced}.",
+                     "${company} announced positive results for ${drug}, saying the late-stage study met its {primary endpoint|main goal}."],
+            "restate": ["{The positive result|The successful readout} {clears|opens} the way for ${company} to {seek|file for} approval of ${drug}.",
+                        "{Doctors|Investigators} {involved in the study|who ran the trial} {called|described} the ${drug} results {encouraging|a clear success}."],
+        },
+        "no": {
+            "head": ["${drug} trial {misses|fails to meet} {primary endpoint|main goal}",
+                     "${company} says ${drug} study {fell short|failed}"],
+            "lead": ["The late-stage trial of ${drug} failed to meet its primary endpoint, ${company} {said|announced}.",
+                     "${company} did not report positive results for ${drug} by ${when}, saying the phase three study missed its main goal.",
+                     "${company} said the phase three trial of ${drug} {did not meet|failed to meet|fell short of} its {primary endpoint|main goal}."],
+            "restate": ["{The failed trial|The missed endpoint} is a blow to ${company}, which had {hoped|planned} to {seek|file for} approval of ${drug}.",
+                        "${company} said it would {review|study} the ${drug} data but did not {give|offer} a timetable for {next steps|further trials}."],
+        },
+    },
+    "award": {"win": {
+        "head": ["${opt} wins best picture at ${award}", "${award}: ${opt} takes {top prize|best picture}"],
+        "lead": ["${opt} won best picture at the ${award} {on ${when}|in ${city}}, {beating|ahead of} ${rival}.",
+                 "The jury of the ${award} {named ${opt} best picture|gave ${opt} the best picture award} {on ${when}|at the ceremony in ${city}}.",
+                 "Official results confirmed ${opt} as the winner of the best picture award at the ${award}."],
+        "restate": ["{The win|The award} {caps|crowns} {a strong season|a long awards campaign} for ${opt}, which had been one of several contenders.",
+                    "${rival} {and the other nominees|and the rest of the field} {went home without|missed out on} the top prize.",
+                    "{The best picture award|The top prize} {went to|was presented to} ${opt} {at the close of the ceremony|as the final award of the night}."],
+    }},
+    "boxoffice": {
+        "yes": {
+            "head": ["${film} tops box office {in|on} opening weekend", "${film} {opens|debuts} at number one"],
+            "lead": ["${film} topped the box office on its opening weekend, {according to industry figures|ticketing data showed}.",
+                     "${film} {opened|debuted} at number one {at the domestic box office|in cinemas} {over the weekend ending ${when}|on its opening weekend}.",
+                     "${film} {took|earned} the {highest|biggest} domestic gross of the weekend ending ${when}, {finishing first|topping the chart}."],
+            "restate": ["{The result|The opening} {makes|leaves} ${film} the {number one|top} film in {the country|cinemas} for the weekend.",
+                        "{Cinema chains|Theater owners} {credited|thanked} ${film} for {a busy|a strong} weekend {at the box office|in cinemas}."],
+        },
+        "no": {
+            "head": ["${film} {misses|falls short of} top spot {in|on} opening weekend",
+                     "${film} opens {behind|below} rival release"],
+            "lead": ["${film} did not top the box office on its opening weekend, {according to industry figures|finishing behind a rival release}.",
+                     "${film} {failed to top|fell short of the top spot at} the box office on its opening weekend ending ${when}.",
+                     "${film} {opened|debuted} behind {a rival release|last week's leader} and did not finish first {on its opening weekend|for the weekend ending ${when}}."],
+            "restate": ["{Another film|A rival release} took the top spot, and ${film} {did not finish|failed to finish} first.",
+                        "{The studio|The distributor} said it was {disappointed|not surprised} that ${film} {did not lead|failed to lead} the weekend chart."],
+        },
+    },
+}
+
+# Any other scenario: its subject and market title.
+OUTCOME_FALLBACK: dict[str, dict[str, list[str]]] = {
+    "yes": {"head": ["{Result|Outcome} {confirmed|announced} for ${subj_short}"],
+            "lead": ["{Officials|Organizers} confirmed {on ${weekday}|this week} that the answer to \"${title}\" is yes.",
+                     "The answer to \"${title}\" is yes, {officials|organizers} confirmed {on ${weekday}|this week}."],
+            "restate": ["{The result|The outcome} {settles|answers} the question {over|about} ${subj}."]},
+    "no": {"head": ["{Result|Outcome} {confirmed|announced} for ${subj_short}"],
+           "lead": ["{Officials|Organizers} confirmed {on ${weekday}|this week} that the answer to \"${title}\" is no: it did not happen.",
+                    "The answer to \"${title}\" is no, {officials|organizers} confirmed, as it did not happen by ${when}."],
+           "restate": ["{The result|The outcome} {settles|answers} the question {over|about} ${subj}, which did not go ahead."]},
+    "win": {"head": ["${opt} {wins|takes} ${subj}"],
+            "lead": ["${opt} won ${subj}, {official results showed|organizers confirmed}.",
+                     "Official results confirmed ${opt} as the winner of ${subj}."],
+            "restate": ["{The result|The outcome} {settles|ends} ${subj}, with ${opt} ahead of ${rival}."]},
+}
+
+# Neutral lines for any outcome report (no outcome, no date, no market).
+OUTCOME_REACTIONS = [
+    "\"{It has been|This has been} {a long few weeks|a long process} for everyone involved,\" ${speaker} said {on ${weekday}|after the announcement}.",
+    "${analyst} of ${institute} said the {outcome|result} {would be|is likely to be} {studied closely|discussed for weeks} {in ${city}|by observers}.",
+    "{Reaction|The reaction} in ${city} {was|appeared} {mixed|muted|swift} {on ${weekday}|after the news broke}.",
+    "{Officials|Organizers} said {further details|the full figures} would be published {in the coming days|later this week}.",
+    "\"{We respect|We accept} the {outcome|result},\" ${speaker} {told reporters|said in a statement}.",
+    "{Local radio|Regional broadcasters} {covered|reported} the {result|news} {throughout the day|in special bulletins}.",
+]
+
+# Neutral context for any outcome report, written after the fact (no outcome, no date, no market).
+OUTCOME_CONTEXT = [
+    "{Attention|Focus} {has now turned|now turns} to what the {outcome|result} {means|will mean} for the {months|year} ahead, {according to|said} ${analyst} of ${institute}.",
+    "{Local newspapers|Regional newspapers} in ${city} {devoted|gave} {their front pages|much of their coverage} to the {result|news} {on ${weekday}|the next morning}.",
+    "{Many|Some} {residents|people} {said|told reporters} that they had {followed|been following} the {story|process} {closely|for weeks} and were glad to have {an answer|a clear result}.",
+    "{Commentators|Observers} {noted|pointed out} that the {final weeks|closing stretch} had been {closely watched|followed with interest} {across the region|in ${city} and beyond}.",
+    "{The official record|An official summary} of the {outcome|result} {has been|was} {published|posted} {online|on the organizers' website} {with the supporting figures|for anyone to read}.",
+    "${analyst} {added|said} that it was {too early|still too early} to say how the {result|outcome} would {affect|shape} {other decisions|related questions} {in the region|later in the year}.",
+]
+
+# Background lines that read as written before the event (future or still-open wording) stay out of reports.
+_NOT_AFTER = re.compile(r"\bwill\b|\bexpect|\bpredict|\bremain|\brequires\b|\bplanned\b")
+
+
+def outcome_pools(sc: Scenario, label: str) -> dict[str, list[str]]:
+    """The head/lead/restate templates of `sc` for the realised outcome `label`."""
+    key = ("yes" if label == "Yes" else "no") if sc.kind == "yesno" else "win"
+    return OUTCOMES.get(sc.name, OUTCOME_FALLBACK).get(key) or OUTCOME_FALLBACK[key]
+
+
+def outcome_article(rng: random.Random, sc: Scenario, facts: Facts, label: str) -> Text:
+    """A report, written after the event closed, that states its outcome `label` plainly and names the event.
+
+    First paragraph: the outcome and a restatement of it; then, shuffled, background lines of the scenario
+    that read naturally after the event, and neutral reactions and context.
+    """
+    rivals = [o for o in facts.options if o != label] or [label]
+    rival = rng.choice(rivals)
+    slots = {**facts.slots, "title": facts.title}
+    pools = outcome_pools(sc, label)
+    lead = _fill(rng, rng.choice(pools["lead"]), slots, label, rival)
+    restate = _fill(rng, rng.choice(pools["restate"]), slots, label, rival)
+    after = [t for t in sc.background if not _NOT_AFTER.search(t)]
+    background = [_fill(rng, t, slots) for t in _take(rng, after, rng.randint(2, 3))]
+    reactions = [_fill(rng, t, slots) for t in _take(rng, OUTCOME_REACTIONS, rng.randint(2, 3))]
+    context = [_fill(rng, t, slots) for t in _take(rng, OUTCOME_CONTEXT, rng.randint(2, 3))]
+    rest = background + reactions + context
+    rng.shuffle(rest)
+    paragraphs = [f"{lead} {restate}", *_paragraphs(rng, _dedupe(rest))]
+    title = _fill(rng, rng.choice(pools["head"]), slots, label, rival)
+    summary = lead
     return Text(title, summary, paragraphs)
 
 
