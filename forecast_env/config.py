@@ -26,7 +26,7 @@ import yaml
 from forecast_env.enums import ENGINES, SEARCH_MODES, SPLITS
 from forecast_env.errors import ConfigError
 
-SECTIONS = ("corpus", "events", "env", "benchmark")
+SECTIONS = ("corpus", "events", "env", "benchmark", "questions")
 
 #: Keys whose values are restricted to a fixed set (dotted path inside the section).
 ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
@@ -45,6 +45,7 @@ ALLOWED: dict[str, dict[str, tuple[Any, ...]]] = {
         "reward_mode": ("episode", "step"),
     },
     "benchmark": {"engine": ENGINES, "split": SPLITS},
+    "questions": {"replay": ("auto", "only", "off"), "llm.structured": ("json_schema", "json_object", "none")},
 }
 
 #: Keys whose value may be null or of another type than the default (dotted path -> accepted types).
@@ -65,6 +66,11 @@ FLEXIBLE: dict[str, dict[str, tuple[type, ...]]] = {
         "workers": (int, type(None)),
         "ray_address": (str, type(None)),
         "llm.model": (str, type(None)),
+    },
+    "questions": {
+        "llm.model": (str, type(None)),
+        "seeds.hosts": (list, type(None)),
+        "verify.prompts": (dict,),
     },
 }
 

@@ -121,3 +121,7 @@ def disk_full_errno(exc: BaseException | None) -> int | None:
                 return code
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+class QuestionsError(ForecastEnvError):
+    """Question generation or resolution cannot proceed (no corpus, a missing recording in replay, bad dates)."""

@@ -49,6 +49,9 @@ PRESETS: dict[str, Preset] = {
     # that questions generated from the news can be resolved from it and graded against the truth
     "questions": Preset("questions", n_train=8, n_eval=8, plant_copies=0, articles_per_event=(6, 9),
                         n_distractors=60, records_per_warc=250, max_days=30, outcome_reports=2),
+    # the question pipeline at a size its audit probes and the baselines can read (benchmarks/questions/pipeline_cost.py)
+    "questions_large": Preset("questions_large", n_train=40, n_eval=40, plant_copies=0, articles_per_event=(6, 9),
+                              n_distractors=200, records_per_warc=250, max_days=30, outcome_reports=2),
     "bench": Preset("bench", n_train=3, n_eval=3, plant_copies=0, articles_per_event=(30, 40),
                     n_distractors=0, records_per_warc=0, bench_articles=1_000_000, max_days=40),
 }

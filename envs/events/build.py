@@ -56,7 +56,7 @@ from forecast_env.envs.events.tables import (
     series_frames,
     write_tables,
 )
-from forecast_env.errors import IndexMissingError, WorkspaceError
+from forecast_env.errors import EventsError, IndexMissingError, WorkspaceError
 from forecast_env.store import Workspace, remove_temporaries
 
 if TYPE_CHECKING:
@@ -163,15 +163,19 @@ def import_questions(
     searcher: Searcher | None = None,
     judge: Judge | str | None = None,
     progress: bool = True,
+    source: str = "questions",
 ) -> Report:
-    """Add events from a JSONL file of questions (source "questions"); the same splits, schedule and screen."""
+    """Add events from a JSONL file of questions (source "questions", or "generated" for questions/'s accepted
+    questions, which replace the earlier generated ones); the same splits, schedule and screen."""
     from forecast_env.envs.events.questions import read_questions
 
     t0 = time.perf_counter()
     cfg = resolve_config(config)
     ws = Workspace.at(workspace, create=True)
-    run = BuildRun("questions", cfg)
-    parsed = read_questions(questions_jsonl)
+    if source not in ("questions", "generated"):
+        raise EventsError(f"import_questions: source {source!r} is not 'questions' or 'generated'")
+    run = BuildRun(source, cfg)
+    parsed = read_questions(questions_jsonl, source=source)
     run.n_in = len(parsed.candidates) + len(parsed.errors)
     for eid, detail in parsed.errors:
         run.exclude(eid, "parse", "bad_json", detail)
@@ -230,6 +234,8 @@ def schedule_event(c: Candidate, beliefs: Mapping[date, Mapping[str, float]], da
     sc = cfg["schedule"]
     buffer = int(sc["buffer_days"])
     d_known = known_day(c.leg_series(), float(sc["known_threshold"]))
+    if c.known is not None:  # a generated question: the first visible report of its outcome (questions/resolve.py)
+        d_known = c.known if d_known is None else min(d_known, c.known)
     cut = schedule_cut(d_known, c.close_day, buffer)
     s = build_schedule(c.start_day, c.t_all, c.end_day, c.options, beliefs, day_counts, cut,
                        buffer_days=buffer, max_steps=int(sc["max_steps"]), days_per_step=int(sc["days_per_step"]),

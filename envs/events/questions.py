@@ -12,7 +12,12 @@ One JSON object per line:
      "category": "politics",               optional
      "daily_probabilities": {"2026-03-05": {"Yes": 0.4, "No": 0.6}, ...}   optional; or a list of
                                            {"date": "2026-03-05", "probabilities": {...}}
+     "known_date": "2026-04-18",           optional: the first day a visible report gave the outcome away
+                                           (the schedule ends the day before, as at d_known)
     }
+
+Other keys (provenance such as a generated question's route, seeds and model) are ignored. Generated
+questions (questions/, source "generated") use the same format with ids "g-<id>".
 
 With daily probabilities, the scalar market probability of an option on a day is the given value
 (for two options, a missing one is 1 - the other); without them there is no market (the log score
@@ -98,7 +103,7 @@ def _daily(raw: Any, options: list[str]) -> list[tuple[int, int, float]]:
     return out
 
 
-def parse_question(obj: Any, line_no: int) -> Candidate:
+def parse_question(obj: Any, line_no: int, source: str = "questions") -> Candidate:
     """One JSONL object as an event candidate (raises _LineError naming the key)."""
     if not isinstance(obj, Mapping):
         raise _LineError("not a JSON object")
@@ -128,19 +133,21 @@ def parse_question(obj: Any, line_no: int) -> Candidate:
     qid = obj.get("id")
     if qid is not None and (isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == ""):
         raise _LineError(f"key 'id': {qid!r} is not a string or integer")
-    eid = f"q-{qid}" if qid is not None else f"q-{line_no}"
+    prefix = "g-" if source == "generated" else "q-"
+    eid = f"{prefix}{qid}" if qid is not None else f"{prefix}{line_no}"
+    known = _when(obj["known_date"], "known_date").date() if obj.get("known_date") is not None else None
     prices = _daily(obj["daily_probabilities"], options) if obj.get("daily_probabilities") is not None else []
     legs = [Leg(o, k, None, None, None, t_start, t_close, t_close, market_index=k) for k, o in enumerate(options)]
     return Candidate(
-        event_id=eid, source="questions", slug=None, question=q.strip(), description=desc, options=options,
+        event_id=eid, source=source, slug=None, question=q.strip(), description=desc, options=options,
         type="binary" if len(options) == 2 else "multi", category=cat, tags=[], t_start=t_start, t_close=t_close,
         t_end=t_close,
-        label=label.strip(), volume=None, legs=legs, prices=prices,
+        label=label.strip(), volume=None, legs=legs, prices=prices, known=known,
     )
 
 
-def read_questions(path: str | Path) -> ParsedQuestions:
-    """Read and validate a JSONL file of questions."""
+def read_questions(path: str | Path, source: str = "questions") -> ParsedQuestions:
+    """Read and validate a JSONL file of questions (`source`: "questions", or "generated": ids "g-<id>")."""
     path = Path(path)
     if not path.is_file():
         raise EventsError(f"{path}: no such questions file (expected JSONL, one question object per line)")
@@ -156,13 +163,14 @@ def read_questions(path: str | Path) -> ParsedQuestions:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise _LineError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-                cand = parse_question(obj, n)
+                cand = parse_question(obj, n, source)
                 if cand.event_id in seen:
                     raise _LineError(f"key 'id': duplicate event id {cand.event_id!r}")
                 seen.add(cand.event_id)
                 out.candidates.append(cand)
             except _LineError as exc:
                 qid = obj.get("id") if isinstance(obj, Mapping) else None
-                eid = f"q-{qid}" if qid is not None and f"q-{qid}" not in seen else f"q-line{n}"
+                pre = "g-" if source == "generated" else "q-"
+                eid = f"{pre}{qid}" if qid is not None and f"{pre}{qid}" not in seen else f"{pre}line{n}"
                 out.errors.append((eid, f"{path.name} line {n}: {exc}"))
     return out

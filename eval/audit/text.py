@@ -124,6 +124,11 @@ _RESOLUTION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
+#: words right before a date that make it a deadline, not the day something happened ("results reported by
+#: 2026-03-10", "completed before May 3", "no later than 12 June"): questions and their criteria name deadlines after
+#: the forecast date
+DEADLINE = re.compile(r"(?:\bby|\bbefore|\buntil|\btill|\bthrough|\bno\s+later\s+than|\bon\s+or\s+before|\bahead\s+of|"
+                      r"\bprior\s+to|\bwithin)\s*(?:the\s+end\s+of\s+)?$", re.IGNORECASE)
 _CLAUSE = re.compile(r";|\s[\u2013\u2014-]\s|:\s")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'&.-]*")
 _STOP = frozenset(
@@ -290,7 +295,8 @@ def detect(text: str, shown_on: date, cues: QuestionCues | None = None, written_
                     break
         else:
             for clause in _CLAUSE.split(sent):
-                cd = [d for d, _, _ in find_dates(clause, anchor) if d > shown_on]
+                cd = [d for d, a, _ in find_dates(clause, anchor)
+                      if d > shown_on and not DEADLINE.search(clause[max(0, a - 40):a])]
                 if cd and not _PREVIEW.search(clause) and _PAST.search(clause):
                     out.append(Finding("post_date_fact", sent,
                                        f"reports {max(cd).isoformat()} as past on {shown_on.isoformat()}"))

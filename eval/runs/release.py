@@ -7,6 +7,13 @@ itself hashed. It holds no schedule dates: the dates were picked for market move
 dates would tell a forecaster when the market moved. `score_run(release, run_dir)` checks that a run (made
 by the runner, over MCP or through verifiers) was played against exactly that release, then writes the
 same report as `forecast-env report`; a run that differs is refused with every difference named.
+
+A split that holds questions generated from the news (event ids `g-...`, docs/questions.md) also freezes
+where they came from, in a `questions` block: the sha256 of `WS/questions/accepted.jsonl` and of the model
+recording, the models and prompt hashes of generate.json and resolve.json, the split's generated event ids
+and the questions config hash. `questions_differences(release, workspace)` names every way a workspace's
+question files depart from it, and `score_run` refuses a run whose workspace departs. A split without
+generated events writes no block (its release.json is what it was before).
 """
 
 from __future__ import annotations
@@ -20,11 +27,23 @@ from typing import Any
 
 from forecast_env.errors import RunError
 from forecast_env.eval.runs.store import read_record
-from forecast_env.store import Workspace, atomic_write_json, package_versions
+from forecast_env.store import Workspace, atomic_write_json, package_versions, sha256_file
 
 RELEASE_VERSION = 1
 #: The fields of run.json a release pins (besides the event set and the environment config).
 PINNED = ("corpus_snapshot_id", "index_manifest_sha256", "events_config_hash")
+#: The question pipeline's files a release reads, relative to the workspace. Their owner is
+#: `forecast_env.questions.store.QuestionFiles`, which `eval` may not import (the questions layer stands above it,
+#: docs/ARCHITECTURE.md rule 9); tests/eval/runs/test_release_questions.py checks that the two name the same files.
+QUESTION_PATHS = {"accepted": "questions/accepted.jsonl", "recording": "questions/recording.jsonl",
+                  "generate_info": "questions/generate.json", "resolve_info": "questions/resolve.json"}
+#: The question files a release pins by their sha256 (the key in the `questions` block -> the file).
+QUESTION_FILES = {"accepted_sha256": "accepted", "recording_sha256": "recording"}
+_WHAT = {"accepted": "the accepted questions", "recording": "the model's recorded requests and answers"}
+#: Settings of the questions section that say where and how the model is reached, not what it is asked: they
+#: do not count in the questions config hash (as the Polymarket URLs do not count in the events stage's).
+QUESTIONS_EXECUTION = {"replay": None, "llm": ("base_url", "api_key_env", "timeout_seconds", "max_retries",
+                                               "backoff_seconds", "max_backoff_seconds")}
 
 
 @dataclass(frozen=True)
@@ -47,9 +66,77 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def questions_config_hash(config: Mapping[str, Any] | None) -> str:
+    """The hash of a questions config (the section's defaults, then `config`), its execution settings left out."""
+    from forecast_env.config import config_hash, flatten_keys, load_config
+
+    # every key written `questions.KEY`: load_config passes over a bare key named like a section (`events.import`)
+    cfg = load_config("questions", overrides={f"questions.{k}": v for k, v in flatten_keys(dict(config or {})).items()})
+    for key, sub in QUESTIONS_EXECUTION.items():
+        if sub is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = {k: v for k, v in cfg[key].items() if k not in sub}
+    return config_hash(cfg)
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: not readable ({exc}); rerun `forecast-env questions generate` and `resolve`") from exc
+    return data if isinstance(data, dict) else {}
+
+
+def questions_block(ws: Workspace, event_ids: list[str], config: Mapping[str, Any] | None = None
+                    ) -> dict[str, Any] | None:
+    """What a release pins of the generated questions among `event_ids` (None when there are none).
+
+    `config`: the questions config they were made with (a recipe's); without it, the `config_hash` that
+    generate.json records, if any.
+    """
+    from forecast_env.envs.events.tables import SOURCE_PREFIX
+
+    prefix = SOURCE_PREFIX["generated"]
+    generated = sorted(e for e in event_ids if e.startswith(prefix))
+    if not generated:
+        return None
+    files = {name: ws.root / rel for name, rel in QUESTION_PATHS.items()}
+    missing = [rel for name, rel in QUESTION_PATHS.items() if not files[name].is_file()]
+    if missing:
+        raise RunError(f"the split holds {len(generated)} generated events ({generated[0]}, ...) but {ws.root} lacks "
+                       f"{', '.join(missing)}: a release pins the questions they came from; rerun `forecast-env "
+                       "questions generate` and `resolve` (or release a workspace without generated events)")
+    accepted = set()
+    for n, line in enumerate(files["accepted"].read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                accepted.add(f"{prefix}{json.loads(line)['id']}")
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise RunError(f"{files['accepted']} line {n}: not an accepted question ({exc})") from None
+    stale = [e for e in generated if e not in accepted]
+    if stale:
+        raise RunError(f"{ws.events_dir} holds {len(stale)} generated events that {files['accepted']} does not "
+                       f"accept ({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}): the events are from an "
+                       "earlier run; rerun `forecast-env questions resolve` to import the accepted questions again")
+    gen, res = _json_file(files["generate_info"]), _json_file(files["resolve_info"])
+    return {
+        "event_ids": generated,
+        **{key: sha256_file(files[name]) for key, name in QUESTION_FILES.items()},
+        "models": {"generate": gen.get("model"), "resolve": res.get("model")},
+        "prompts": dict(sorted({**(gen.get("prompts") or {}), **(res.get("prompts") or {})}.items())),
+        "config_hash": questions_config_hash(config) if config is not None else gen.get("config_hash"),
+    }
+
+
 def write_release(workspace: str | Path, split: str, out: str | Path,
-                  env_config: Mapping[str, Any] | None = None, name: str | None = None) -> Path:
-    """Freeze `split` of `workspace` into `out/release.json`; returns its path."""
+                  env_config: Mapping[str, Any] | None = None, name: str | None = None,
+                  questions_config: Mapping[str, Any] | None = None) -> Path:
+    """Freeze `split` of `workspace` into `out/release.json`; returns its path.
+
+    `questions_config`: the questions config the split's generated events were made with (the recipe's), hashed
+    into the `questions` block (only written when the split holds generated events).
+    """
     from forecast_env.config import load_config
     from forecast_env.eval.runs.store import run_record
 
@@ -68,6 +155,9 @@ def write_release(workspace: str | Path, split: str, out: str | Path,
     body = {"version": RELEASE_VERSION, "name": name or f"{ws.root.name}-{split}", "split": split,
             "event_ids": sorted(ids), "event_set_hash": rec["event_set_hash"],
             **{k: rec[k] for k in PINNED}, "env_config": env_cfg, "versions": package_versions()}
+    block = questions_block(ws, sorted(ids), questions_config)
+    if block is not None:  # a split without generated events keeps the release it always had
+        body["questions"] = block
     body["release_id"] = _digest({k: v for k, v in body.items() if k != "versions"})[:16]
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -114,6 +204,33 @@ def differences(release: Release, run: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def questions_differences(release: Release, workspace: str | Path) -> list[str]:
+    """Every way the question files of `workspace` depart from the release's `questions` block (empty: none, or
+    the release has no generated events)."""
+    block = release.data.get("questions")
+    if not block:
+        return []
+    root = Path(workspace)
+    if not root.is_dir():
+        return [f"questions: the workspace {root} is not there to check its question files against the release"]
+    out = []
+    for key, name in QUESTION_FILES.items():
+        path = root / QUESTION_PATHS[name]
+        got = sha256_file(path) if path.is_file() else None
+        if got != block.get(key):
+            what = "is missing" if got is None else f"has sha256 {got[:16]}..., the release {str(block.get(key))[:16]}..."
+            out.append(f"questions: {path} {what} ({_WHAT[name]} are not those the release froze)")
+    return out
+
+
+def verify_workspace(release: str | Path | Release, workspace: str | Path) -> None:
+    """Refuse (RunError naming every difference) a workspace whose question files are not the release's."""
+    rel = release if isinstance(release, Release) else load_release(release)
+    diff = questions_differences(rel, workspace)
+    if diff:
+        raise RunError(f"workspace {workspace} is not the one release {rel.release_id} froze: " + "; ".join(diff))
+
+
 def score_run(release: str | Path, run_dir: str | Path, out: str | Path | None = None,
               config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Check that the run was made against the release, then write its report; returns the report paths."""
@@ -121,6 +238,8 @@ def score_run(release: str | Path, run_dir: str | Path, out: str | Path | None =
     run_dir = Path(run_dir)
     run = read_record(run_dir)
     diff = differences(rel, run)
+    if rel.data.get("questions"):  # the run's workspace must hold the generated questions the release froze
+        diff += questions_differences(rel, run.get("workspace") or run_dir.parent.parent)
     if diff:
         raise RunError(f"run {run.get('run_id')} was not made against release {rel.release_id}: " + "; ".join(diff))
     from forecast_env.eval.report.render import build_report

@@ -1,6 +1,6 @@
 """`forecast-env build --recipe NAME|FILE --workspace WS [--dry-run]`: a whole benchmark from one recipe.
 
-The stages (events fetch, corpus, index, events, audit, release) and their "already done" records
+The stages (events fetch, corpus, index, events, the optional questions, audit, release) and their "already done" records
 live in `forecast_env.recipe`; this module is the shell. Exit statuses (docs/recipes.md):
 0 built (audit PASS or INCONCLUSIVE), 1 internal error, 2 bad input, 3 the audit FAILED (no
 release written), 4 some files or Polymarket items could not be fetched (rerun, or --allow-failed).
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-failed", action="store_true",
                    help="exit 0 even when some files or items could not be fetched (they stay listed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_common(p, ["corpus", "events", "env"])
+    add_common(p, ["corpus", "events", "env", "questions"])
     p.epilog = "--set recipe.KEY=VALUE changes a recipe key, e.g. --set recipe.news.files_per_month=1"
     p.set_defaults(func=build_cmd)
 

@@ -31,7 +31,8 @@ def add_common(parser: argparse.ArgumentParser, sections: Sequence[str] | None =
         return parser
     reads = tuple(sections or SECTIONS)
     example = {"corpus": "corpus.language.min_english_score=0.7", "events": "events.screen.judge=llm",
-               "env": "env.memory=false", "benchmark": "benchmark.rollouts=3"}[reads[0]]
+               "env": "env.memory=false", "benchmark": "benchmark.rollouts=3",
+               "questions": "questions.seeds.per_date=8"}[reads[0]]
     parser.add_argument("--config", action="append", default=[], metavar="FILE",
                         help="YAML config file (one section's keys, or sections by name); repeatable")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",

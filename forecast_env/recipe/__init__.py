@@ -1,4 +1,4 @@
-"""A whole benchmark from one recipe: events fetch, corpus, index, events, audit, release (docs/recipes.md).
+"""A whole benchmark from one recipe: events fetch, corpus, index, events, questions (optional), audit, release.
 
 The build orchestration, above every stage: `load` reads and validates a recipe (a packaged one,
 `dojo` or `small`, or a YAML file), `run` runs its stages in order and skips those already done, and

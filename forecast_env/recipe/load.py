@@ -1,17 +1,20 @@
 """Recipes: what a build makes, read from a packaged recipe or a YAML file and validated (docs/recipes.md).
 
 A recipe names the Polymarket window, the CC-NEWS months (or local WARC paths), the splits, the audit
-and the release, plus any `corpus` / `events` / `env` settings. Its keys are checked by the config
-validator (`forecast_env.config.merge_settings`) with the recipe's `Schema`; its section settings by
-those sections' own schemas when the sections are loaded. Packaged recipes: `dojo` (the paper's 15
-months) and `small` (2 files per month over 3 months), in `forecast_env/recipe/recipes/`.
+and the release, plus any `corpus` / `events` / `env` settings, and optionally a `questions` block
+(questions generated from the news, off by default). Its keys are checked by the config validator
+(`forecast_env.config.merge_settings`) with the recipe's `Schema`; its section settings by those
+sections' own schemas when the sections are loaded (`questions.config` by the `questions` section's).
+Packaged recipes: `dojo` (the paper's 15 months) and `small` (2 files per month over 3 months), in
+`forecast_env/recipe/recipes/`.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
 from pathlib import Path
@@ -21,18 +24,23 @@ import yaml
 
 from forecast_env.config import (
     Schema,
+    default_config,
     flatten_keys,
     load_config,
     merge_settings,
     nest_keys,
     parse_override,
     route_overrides,
+    section_schema,
 )
 from forecast_env.enums import ENGINES, SPLITS
 from forecast_env.errors import ConfigError
 
 #: The config sections a recipe holds settings of (and routes `--set` items to).
 SECTIONS = ("corpus", "events", "env")
+#: The optional questions stage's section: its settings are the recipe key `questions.config`, and `--set
+#: questions.KEY=VALUE` items go to it.
+QUESTIONS_SECTION = "questions"
 _SPLIT_EDGES = tuple((split, edge) for split in ("train", "eval") for edge in ("start", "end"))
 
 #: Every recipe key with its default; the splits have none (every recipe states them).
@@ -44,6 +52,8 @@ RECIPE_DEFAULTS: dict[str, Any] = {
     "splits": {split: {"start": None, "end": None} for split in ("train", "eval")},
     "audit": {"split": "eval", "checks": [], "settings": {}},
     "release": {"split": "eval", "name": None, "out": "release"},
+    # questions generated from the news (docs/questions.md): off unless a recipe enables them
+    "questions": {"enabled": False, "dates": None, "config": {}},
     "corpus": {}, "events": {}, "env": {},
 }
 
@@ -72,15 +82,19 @@ RECIPE = Schema(
         "release.split": (str,),
         "release.name": (str, _NONE),
         "release.out": (str,),
+        "questions.dates": (str, _NONE),
     },
     choices={"news.engine": ENGINES, "audit.split": SPLITS, "release.split": ("train", "eval")},
     dates=frozenset({"polymarket.closed_since", "polymarket.closed_before",
                      *(f"splits.{split}.{edge}" for split, edge in _SPLIT_EDGES)}),
     text_lists={"news.warc": "paths, globs or URLs"},
-    sections=SECTIONS,
+    sections=(*SECTIONS, "questions.config"),
     subject="recipe key {path!r}",
     unknown="unknown recipe key {leaf!r}; allowed here: {allowed}",
 )
+#: The `questions` section's schema, naming a key as the recipe writes it (`questions.config.seeds.per_date`).
+QUESTIONS_CONFIG = dataclasses.replace(section_schema(QUESTIONS_SECTION), subject="recipe key 'questions.config.{path}'",
+                                       unknown="unknown recipe key 'questions.config.{leaf}'; allowed here: {allowed}")
 
 
 def recipe_names() -> list[str]:
@@ -98,6 +112,13 @@ class Recipe:
     events: dict[str, Any]
     env: dict[str, Any]
     source: str  # the recipe's name or file
+    #: the `questions` section (its defaults, `questions.config`, then `--set questions.*`); used when enabled
+    questions: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def questions_enabled(self) -> bool:
+        """Whether the build runs the questions stage (`questions.enabled`)."""
+        return bool(self.values["questions"]["enabled"])
 
     @property
     def name(self) -> str:
@@ -143,18 +164,22 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
     """A packaged recipe by name, or a recipe YAML file, with `--set` overrides; validated.
 
     An override `recipe.KEY=VALUE` sets a recipe key (`recipe.news.files_per_month=3`); any other is
-    routed to the corpus, events or env section as the other commands route theirs.
+    routed to the corpus, events or env section as the other commands route theirs, or to the questions
+    stage's section (`questions.seeds.per_date=8`, after the recipe's `questions.config`).
     """
     data, where = _read_recipe(name_or_file)
     values = copy.deepcopy(RECIPE_DEFAULTS)
     merge_settings(RECIPE, values, nest_keys(data), where)  # a dotted key (`news.workers: 2`) is a nested one
+    _check_questions_config(nest_keys(data), where)
     mine: list[tuple[str, Any, str]] = []
     theirs: list[tuple[str, Any, str]] = []
     for item in overrides:
         key, value = parse_override(item)
         (mine if key.startswith("recipe.") else theirs).append((key, value, item))
     for key, value, item in mine:
-        merge_settings(RECIPE, values, nest_keys({key[len("recipe."):]: value}), f"--set {item}")
+        update = nest_keys({key[len("recipe."):]: value})
+        merge_settings(RECIPE, values, update, f"--set {item}")
+        _check_questions_config(update, f"--set {item}")
     missing = [f"splits.{split}.{edge}" for split, edge in _SPLIT_EDGES if values["splits"][split][edge] is None]
     if len(missing) == len(_SPLIT_EDGES):
         raise ConfigError(f"{where}: a recipe must state its splits: splits: {{train: {{start, end}}, "
@@ -169,7 +194,7 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
         from forecast_env.corpus_build.source import parse_months
 
         parse_months(news["cc_news"])  # a bad month is bad input now, not after the Polymarket fetch
-    routed = route_overrides([item for _, _, item in theirs], SECTIONS)
+    routed = route_overrides([item for _, _, item in theirs], (*SECTIONS, QUESTIONS_SECTION))
     sections = {}
     for section in SECTIONS:
         given = flatten_keys(values[section])
@@ -177,4 +202,40 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
             given.update({f"splits.{s}.{e}": values["splits"][s][e] for s, e in _SPLIT_EDGES})
         given.update(dict(parse_override(o) for o in routed[section]))  # --set after the recipe's own
         sections[section] = load_config(section, overrides=given)
-    return Recipe(values, sections["corpus"], sections["events"], sections["env"], str(name_or_file))
+    questions = _questions_section(values["questions"], routed[QUESTIONS_SECTION], where)
+    return Recipe(values, sections["corpus"], sections["events"], sections["env"], str(name_or_file), questions)
+
+
+def _check_questions_config(update: dict[str, Any], where: str) -> None:
+    """Check the `questions.config` keys of one recipe update against the `questions` section's schema."""
+    block = update.get("questions")
+    config = block.get("config") if isinstance(block, dict) else None
+    if config:  # merge_settings(RECIPE) has made sure it is a mapping
+        merge_settings(QUESTIONS_CONFIG, copy.deepcopy(default_config(QUESTIONS_SECTION)), config, where)
+
+
+def _questions_section(block: dict[str, Any], overrides: Sequence[str], where: str) -> dict[str, Any]:
+    """The `questions` section of a recipe's `questions` block (an enabled block must name its dates and a model)."""
+    # every key written `questions.KEY`: load_config passes over a bare key named like a section (`events.import`)
+    given = {f"{QUESTIONS_SECTION}.{k}": v for k, v in flatten_keys(block["config"]).items()}
+    given.update(dict(parse_override(o) for o in overrides))  # --set questions.KEY=VALUE after the recipe's own
+    cfg = load_config(QUESTIONS_SECTION, overrides=given)
+    if not block["enabled"]:
+        return cfg
+    if not block["dates"]:
+        raise ConfigError(f"{where}: questions.dates is missing: the question dates of the questions stage, "
+                          "A..B (e.g. questions.dates: 2026-03-01..2026-05-15)")
+    from forecast_env.errors import QuestionsError
+    from forecast_env.questions.generate import parse_dates
+
+    try:
+        first, last = parse_dates(block["dates"])
+    except QuestionsError as exc:
+        raise ConfigError(f"{where}: recipe key 'questions.dates' = {block['dates']!r} is not A..B with ISO days, "
+                          "e.g. 2026-03-01..2026-05-15") from exc
+    if last < first:
+        raise ConfigError(f"{where}: recipe key 'questions.dates' = {block['dates']!r}: the end is before the start")
+    if not cfg["llm"]["model"] and cfg["replay"] != "only":
+        raise ConfigError(f"{where}: questions.config.llm.model is not set: the questions stage needs a model "
+                          "(questions.config: {llm: {model: ..., base_url: ...}}, or --set questions.llm.model=...)")
+    return cfg

@@ -50,6 +50,10 @@ PLAN_RATES: dict[str, Rate] = {
     # the body modes that are not the default's neighbours, numbered after the others so the default plan's
     # numbers stay put
     **{key: _RATES[key] for key in ("extract.lean", "extract.lean-no-escalation", "extract.cascade")},
+    # the optional questions stage (cited only when a recipe enables it): model tokens per seed article and per
+    # accepted question, and the pipeline's own CPU per seed (search, vetting, the events import)
+    **{key: _RATES[key] for key in ("questions.tokens_per_seed", "questions.tokens_per_accepted",
+                                    "questions.pipeline_seconds_per_seed")},
 }
 _RATE_KEYS = list(PLAN_RATES)
 #: Peak memory of one corpus worker (rate `corpus.worker_peak`).
@@ -356,6 +360,7 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
         f"{_RATE_KEYS.index(f'keep.{active}') + 1}])"
         if active != "paper" else ")")
     embed, ivf = PLAN_RATES["embed"], PLAN_RATES["ivf"]
+    questions = [_questions_cost(recipe)] if recipe.questions_enabled else []
     return [
         {"stage": "fetch", "core_hours": 0.0, "wall_hours": requests / rps / 3600, "memory": 0.3e9,
          "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)",
@@ -378,10 +383,41 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
          "rates": ["embed", "ivf"]},
         {"stage": "events", "core_hours": 0.05 * max(1, n_months), "memory": 2e9, "disk": 0.5e9,
          "basis": f"{est}: the screen searches the index per scheduled event", "rates": []},
+        *questions,
         {"stage": "audit", "core_hours": 0.1, "memory": 2e9, "disk": 0.01e9, "basis": f"{est}", "rates": []},
         {"stage": "release", "core_hours": 0.0, "memory": 0.5e9, "disk": 0.001e9, "basis": "one JSON file",
          "rates": []},
     ]
+
+
+#: Disk per seed of the questions stage (the recording, drafts and questions files; estimate).
+EST_QUESTIONS_BYTES_PER_SEED = 50e3
+
+
+def _questions_cost(recipe: Recipe) -> dict[str, Any]:
+    """The questions stage's row: seeds = question dates x seeds per date x routes; the model's tokens and the
+    pipeline's own CPU from the measured rates."""
+    from forecast_env.questions.generate import parse_dates, question_dates
+
+    cfg = recipe.questions
+    first, last = parse_dates(str(recipe.get("questions.dates")))
+    n_dates = len(question_dates(first, last, int(cfg["dates"]["every_days"])))
+    per_date, routes = int(cfg["seeds"]["per_date"]), list(cfg["routes"])
+    seeds = n_dates * per_date * len(routes)
+    per_seed, per_accepted = PLAN_RATES["questions.tokens_per_seed"], PLAN_RATES["questions.tokens_per_accepted"]
+    cpu = PLAN_RATES["questions.pipeline_seconds_per_seed"]
+    tokens = seeds * per_seed.value
+    return {"stage": "questions", "core_hours": seeds * cpu.value / 3600, "memory": INDEX_SEARCH_BYTES + 1e9,
+            "disk": seeds * EST_QUESTIONS_BYTES_PER_SEED, "seeds": seeds, "model_tokens": tokens,
+            "accepted": tokens / per_accepted.value,
+            "basis": f"{seeds:,} seeds ({n_dates} question dates x {per_date} per date x {len(routes)} route(s)); "
+                     f"{tokens:,.0f} model tokens at {per_seed.value:g} {per_seed.unit} ({_ref('questions.tokens_per_seed')}), "
+                     f"~{tokens / per_accepted.value:,.0f} accepted at {per_accepted.value:,.0f} "
+                     f"{per_accepted.unit} ({_ref('questions.tokens_per_accepted')}); the pipeline's own CPU "
+                     f"{cpu.value:g} {cpu.unit} ({_ref('questions.pipeline_seconds_per_seed')}); the model "
+                     f"({cfg['llm']['model'] or 'replayed'}) runs elsewhere, not in core-h",
+            "rates": ["questions.tokens_per_seed", "questions.tokens_per_accepted",
+                      "questions.pipeline_seconds_per_seed"]}
 
 
 def _human(n: float) -> str:
@@ -438,13 +474,14 @@ def render_plan(plan: Plan) -> str:
                          f"files: {m.listing_from}; bytes: {m.bytes_from}")
     if plan.local_files:
         lines.append(f"  local/URL files: {plan.local_files} ({_human(plan.local_bytes)})")
-    lines.append(f"  {'stage':8s} {'core-h':>9s} {'memory':>10s} {'disk':>10s}  basis")
+    width = max([8, *(len(s["stage"]) for s in plan.stages)])  # `questions`, when a recipe enables it
+    lines.append(f"  {'stage':{width}s} {'core-h':>9s} {'memory':>10s} {'disk':>10s}  basis")
     total_core = total_disk = 0.0
     for s in plan.stages:
         total_core += s["core_hours"]
         total_disk += s["disk"]
         extra = f" (~{s['wall_hours']:.1f} h wall, polite)" if "wall_hours" in s else ""
-        lines.append(f"  {s['stage']:8s} {s['core_hours']:9.1f} {_human(s['memory']):>10s} {_human(s['disk']):>10s}  "
+        lines.append(f"  {s['stage']:{width}s} {s['core_hours']:9.1f} {_human(s['memory']):>10s} {_human(s['disk']):>10s}  "
                      f"{s['basis']}{extra}")
     lines.append(f"  total: {total_core:,.0f} core-hours, {_human(total_disk)} on disk (WARC files are streamed, "
                  "not stored)")

@@ -1,9 +1,11 @@
 """The build: every stage of a recipe not already done, in order (docs/recipes.md "Stages").
 
-The stages: events fetch, corpus, index, events, audit, release. Each one writes a record
+The stages: events fetch, corpus, index, events, questions, audit, release. Each one writes a record
 `WS/build/<stage>.json` holding the fingerprint of its inputs when it finishes, and is skipped when
 that record matches and its artifact is on disk, so a second run does nothing and a killed run
-resumes at the stage it was in (each stage is itself resumable).
+resumes at the stage it was in (each stage is itself resumable). The questions stage (questions
+generated from the news, `forecast_env.questions`) is optional: a recipe without `questions.enabled`
+reports it `disabled` and its other stages compare what they always compared.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ EXIT_AUDIT_FAIL = 3  #: everything built, the audit FAILED: no release is writte
 EXIT_ITEMS_FAILED = 4  #: some files or Polymarket items could not be fetched (rerun; or --allow-failed)
 EXIT_DISK_FULL = DISK_FULL_EXIT  #: the disk is full: free space and rerun (the CLI maps every command's ENOSPC)
 
-STAGES = ("fetch", "corpus", "index", "events", "audit", "release")
+STAGES = ("fetch", "corpus", "index", "events", "questions", "audit", "release")
+#: Stages a recipe runs only when it enables them (the recipe key that does).
+OPTIONAL_STAGES = {"questions": "questions.enabled"}
 RECORD_VERSION = 1
 
 
@@ -70,7 +74,7 @@ class StageResult:
     """What one stage did in a run."""
 
     stage: str
-    status: str  # done | skipped | failed_items | audit_fail | not_run
+    status: str  # done | skipped | failed_items | audit_fail | not_run | disabled (an optional stage left out)
     seconds: float = 0.0
     result: dict[str, Any] = field(default_factory=dict)
     note: str = ""
@@ -98,7 +102,7 @@ class BuildOutcome:
     @property
     def ran(self) -> list[str]:
         """The stages this run ran (not skipped)."""
-        return [s.stage for s in self.stages if s.status not in ("skipped", "not_run")]
+        return [s.stage for s in self.stages if s.status not in ("skipped", "not_run", "disabled")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,7 +251,12 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     if stop_after == "events":
         return _outcome(r, ws, failed_items)
 
-    # 5. the audit (a FAIL is a result, recorded like a PASS)
+    # 5. questions generated from the news (optional): generate, then resolve (the accepted become events)
+    after_questions = _questions_stage(r, recipe, ws, progress)
+    if stop_after == "questions":
+        return _outcome(r, ws, failed_items)
+
+    # 6. the audit (a FAIL is a result, recorded like a PASS)
     au = recipe.values["audit"]
 
     def audit() -> tuple[dict[str, Any], bool]:
@@ -259,12 +268,12 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
         return {"verdict": report.verdict, "failed": list(report.failed), "report": str(paths["md"]),
                 "line": report.verdict_line()}, True
 
-    res = r.stage("audit", {"events": r.prints["events"], "audit": au}, ws / "audit", audit)
+    res = r.stage("audit", {"events": r.prints["events"], "audit": au, **after_questions}, ws / "audit", audit)
     verdict = res.result.get("verdict")
     if stop_after == "audit":
         return _outcome(r, ws, failed_items, verdict)
 
-    # 6. the release (not written when the audit failed)
+    # 7. the release (not written when the audit failed)
     from forecast_env.eval.audit.run import FAIL
 
     rel = recipe.values["release"]
@@ -282,13 +291,57 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     def release() -> tuple[dict[str, Any], bool]:
         from forecast_env.eval.runs.release import write_release
 
-        path = write_release(ws, rel["split"], out, env_config=recipe.env, name=rel["name"] or recipe.name)
+        path = write_release(ws, rel["split"], out, env_config=recipe.env, name=rel["name"] or recipe.name,
+                             questions_config=recipe.questions if recipe.questions_enabled else None)
         data = json.loads(path.read_text())
         return {"release_id": data["release_id"], "events": len(data["event_ids"]), "path": str(path)}, True
 
     res = r.stage("release", {"events": r.prints["events"], "audit": r.prints["audit"], "release": rel,
-                              "env": config_hash(recipe.env)}, out / "release.json", release)
+                              "env": config_hash(recipe.env), **after_questions}, out / "release.json", release)
     return _outcome(r, ws, failed_items, verdict, res.result.get("path"))
+
+
+def _questions_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool) -> dict[str, Any]:
+    """The questions stage: generate and resolve when the recipe enables it (skipped when its record matches).
+
+    Returns what the later stages add to their inputs: the stage's fingerprint when it is enabled, nothing when
+    it is not (so a recipe without questions keeps the audit and release records it always had).
+    """
+    if not recipe.questions_enabled:
+        note = "disabled in the recipe (questions.enabled: false)"
+        if read_record(ws, "questions") is not None:
+            note += f"; {ws / 'events'} still holds the generated events an earlier build added"
+        r.say(f"[questions] {note}")
+        r.results.append(StageResult("questions", "disabled", note=note))
+        return {}
+    from forecast_env.eval.runs.release import questions_config_hash
+    from forecast_env.questions.store import QuestionFiles
+
+    dates = str(recipe.get("questions.dates"))
+    inputs = {"events": r.prints["events"], "index": r.prints["index"], "dates": dates,
+              "config": questions_config_hash(recipe.questions),
+              # a rebuilt events folder (same fingerprint) lost the generated events: import them again
+              "events_finished": (read_record(ws, "events") or {}).get("finished")}
+
+    def questions() -> tuple[dict[str, Any], bool]:
+        from forecast_env.questions.generate import generate_questions
+        from forecast_env.questions.resolve import resolve_questions
+
+        # every key written `questions.KEY`: the section's loader passes over a bare key named like a section
+        cfg = {f"questions.{k}": v for k, v in recipe.questions.items()}
+        gen = generate_questions(ws, dates, cfg, progress=progress)
+        res = resolve_questions(ws, cfg, events_config=recipe.events, progress=progress)
+        status = res.get("status") or {}
+        return {"seeds": sum((gen.get("seeds") or {}).values()), "drafts": gen.get("drafts"),
+                "verified": (gen.get("status") or {}).get("verified", 0), "accepted": status.get("accepted", 0),
+                "pending": status.get("pending", 0), "events": (res.get("events") or {}).get("kept", 0),
+                "tokens": int(gen["usage"]["total_tokens"]) + int(res["usage"]["total_tokens"]),
+                "live_calls": int(gen["live_calls"]) + int(res["live_calls"]),
+                "replayed_calls": int(gen["replayed_calls"]) + int(res["replayed_calls"]),
+                "status": status}, True
+
+    r.stage("questions", inputs, QuestionFiles.of(ws).accepted, questions)
+    return {"questions": r.prints["questions"]}
 
 
 def _snapshot(ws: Path) -> str | None:
@@ -301,7 +354,8 @@ def _snapshot(ws: Path) -> str | None:
 
 def _outcome(r: _Runner, ws: Path, failed_items: bool, verdict: str | None = None,
              release: str | None = None) -> BuildOutcome:
-    """The run's outcome and exit status; stages not reached are `not_run`."""
+    """The run's outcome and exit status; stages not reached are `not_run` (`disabled`: an optional stage the
+    recipe leaves out)."""
     from forecast_env.eval.audit.run import FAIL
 
     status = EXIT_OK
@@ -310,17 +364,19 @@ def _outcome(r: _Runner, ws: Path, failed_items: bool, verdict: str | None = Non
     elif failed_items and not r.allow_failed:
         status = EXIT_ITEMS_FAILED
     done = {s.stage for s in r.results}
-    stages = r.results + [StageResult(s, "not_run") for s in STAGES if s not in done]
+    stages = r.results + [StageResult(s, "not_run") if s not in OPTIONAL_STAGES or r.recipe.get(OPTIONAL_STAGES[s])
+                          else StageResult(s, "disabled", note=f"disabled in the recipe ({OPTIONAL_STAGES[s]}: false)")
+                          for s in STAGES if s not in done]
     return BuildOutcome(str(ws), stages, status, verdict, release)
 
 
 def render_outcome(outcome: BuildOutcome) -> str:
     """The stage table and the verdict, for the terminal."""
     total = sum(s.seconds for s in outcome.stages) or 1.0
-    lines = [f"{'stage':8s} {'status':12s} {'seconds':>9s} {'share':>6s} {'CPU s':>8s}  result"]
+    lines = [f"{'stage':9s} {'status':12s} {'seconds':>9s} {'share':>6s} {'CPU s':>8s}  result"]
     for s in outcome.stages:
         brief = ", ".join(f"{k}={v}" for k, v in s.result.items() if not isinstance(v, (list, dict)))[:100]
-        lines.append(f"{s.stage:8s} {s.status:12s} {s.seconds:9.1f} {100 * s.seconds / total:5.1f}% "
+        lines.append(f"{s.stage:9s} {s.status:12s} {s.seconds:9.1f} {100 * s.seconds / total:5.1f}% "
                      f"{s.cpu_seconds:8.1f}  {brief or s.note}")
     if outcome.verdict:
         lines.append(f"audit verdict: {outcome.verdict}")

@@ -294,3 +294,17 @@ def test_build_speed_records_the_worker_peak(rates_copy: Path, monkeypatch: pyte
     build_speed.main(["small", "--record"])
     rate = changed(rates_copy)["corpus.worker_peak"]
     assert (rate.value, rate.command) == (600 * MIB, ".venv/bin/python -m benchmarks.corpus.build_speed small")
+
+
+def test_question_pipeline_rates_are_the_runs_tokens_and_time_per_seed() -> None:
+    from benchmarks.questions.pipeline_cost import rates_from
+
+    out = {"preset": "questions_large", "seeds": 400, "accepted": 20, "tokens_per_seed": 350.5,
+           "tokens_per_accepted": 7010.0, "seconds": {"pipeline": 40.0}}
+    rates = rates_from(out)
+    assert {k: m.value for k, m in rates.items()} == {"questions.tokens_per_seed": 350.5,
+                                                      "questions.tokens_per_accepted": 7010.0,
+                                                      "questions.pipeline_seconds_per_seed": 0.1}
+    assert all("scripted model" in (m.measured_on or "") for m in rates.values())
+    assert set(rates_from({**out, "accepted": 0})) == {"questions.tokens_per_seed", "questions.pipeline_seconds_per_seed"}
+    assert rates_from({**out, "seeds": 0, "accepted": 0}) == {}

@@ -33,6 +33,8 @@ from forecast_env.recipe import (
 from forecast_env.synth import serve_polymarket as sp
 
 pytestmark = pytest.mark.slow
+#: the stages these recipes run: the optional questions stage is off (reported `disabled`, no record)
+BUILT = [s for s in STAGES if s != "questions"]
 
 
 @pytest.fixture(scope="module")
@@ -92,18 +94,19 @@ def test_build_from_empty_workspace_then_a_second_run_does_nothing(recipe_world:
     assert release["split"] == "eval" and release["event_ids"]
     expected = {eid for eid, e in recipe_world["truth"]["events"].items() if e["expect"] == "keep" and e["split"] == "eval"}
     assert set(release["event_ids"]) == expected  # the world's kept eval events, fetched over HTTP
-    for stage in STAGES:
+    for stage in BUILT:
         assert read_record(ws, stage) is not None, stage
+    assert read_record(ws, "questions") is None and "[questions] disabled in the recipe" in out.err
     assert sp.request_counts[recipe_world["world"].resolve()] == requests_before  # fetch was not redone
 
-    stamps = {s: (ws / "build" / f"{s}.json").stat().st_mtime_ns for s in STAGES}
+    stamps = {s: (ws / "build" / f"{s}.json").stat().st_mtime_ns for s in BUILT}
     manifest = (ws / "corpus" / "manifest.json").stat().st_mtime_ns
     n_log = len(recipe_world["server"].log)
     rc = main(["build", "--recipe", str(recipe), "--workspace", str(ws), "--no-progress", *_sets(recipe_world)])
     out = capsys.readouterr()
     assert rc == EXIT_OK
-    assert out.err.count("already done") == len(STAGES)
-    assert {s: (ws / "build" / f"{s}.json").stat().st_mtime_ns for s in STAGES} == stamps
+    assert out.err.count("already done") == len(BUILT)
+    assert {s: (ws / "build" / f"{s}.json").stat().st_mtime_ns for s in BUILT} == stamps
     assert (ws / "corpus" / "manifest.json").stat().st_mtime_ns == manifest
     assert sp.request_counts[recipe_world["world"].resolve()] == requests_before
     assert len(recipe_world["server"].log) == n_log  # not one request: listings frozen, nothing to stream

@@ -91,6 +91,7 @@ LAYERS = {
     "agents": "forecast_env.agents",
     "eval": "forecast_env.eval",
     "synth": "forecast_env.synth",
+    "questions": "forecast_env.questions",  # questions generated from the news (docs/questions.md)
     "recipe": "forecast_env.recipe",
     "adapters": "forecast_env.adapters",
     "cli": "forecast_env.cli",
@@ -108,7 +109,10 @@ ALLOWED = {
     "envs": {"core", "envs.events", "envs"},
     "agents": {"core", "envs", "agents"},
     "eval": {"core", *STAGES},
-    "recipe": {"core", *STAGES, "recipe"},
+    # the question generator vets with the audit's check-4 detector and the events build's exposure rule, and
+    # its research agent uses the environment's tools; it adds events to the events build
+    "questions": {"core", "envs.events", "envs", "eval", "questions"},
+    "recipe": {"core", *STAGES, "questions", "recipe"},
     "adapters": {"core", *STAGES, "adapters"},
     "cli": {"core", *LAYERS},
 }
@@ -145,8 +149,9 @@ def test_the_rules_as_written() -> None:
     """The table says what docs/ARCHITECTURE.md says."""
     assert all(ALLOWED[layer] == {"core", layer} for layer in ("synth", "corpus_build", "envs.events"))
     assert ALLOWED["core"] == {"core"} and "envs" not in ALLOWED["envs.events"]
-    assert {layer for layer, allowed in ALLOWED.items() if "eval" in allowed} == {"eval", "recipe", "adapters", "cli"}
-    assert not {"adapters", "recipe", "cli", "synth"} & ALLOWED["eval"]
+    assert {layer for layer, allowed in ALLOWED.items() if "eval" in allowed} == {"eval", "questions", "recipe", "adapters",
+                                                                                 "cli"}
+    assert not {"adapters", "recipe", "cli", "synth", "questions"} & ALLOWED["eval"]
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
