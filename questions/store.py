@@ -93,7 +93,8 @@ def write_info(path: Path, info: dict[str, Any]) -> None:
 def questions_config(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `questions` section with `config` over the defaults (every key read as `questions.KEY`, so that a key
     named like another section is never passed over)."""
-    return load_config("questions", overrides={f"questions.{k}": v for k, v in (config or {}).items()})
+    return load_config("questions", overrides={k if k.startswith("questions.") else f"questions.{k}": v
+                                               for k, v in (config or {}).items()})
 
 
 def hash_config(cfg: Mapping[str, Any]) -> str:

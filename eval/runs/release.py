@@ -70,7 +70,7 @@ def questions_config_hash(config: Mapping[str, Any] | None) -> str:
     """The hash of a questions config (the section's defaults, then `config`), its execution settings left out."""
     from forecast_env.config import config_hash, flatten_keys, load_config
 
-    # every key written `questions.KEY`: load_config passes over a bare key named like a section (`events.import`)
+    # every key written `questions.KEY`: load_config passes over a bare key named like a section (e.g. `events`)
     cfg = load_config("questions", overrides={f"questions.{k}": v for k, v in flatten_keys(dict(config or {})).items()})
     for key, sub in QUESTIONS_EXECUTION.items():
         if sub is None:

@@ -216,7 +216,7 @@ def _check_questions_config(update: dict[str, Any], where: str) -> None:
 
 def _questions_section(block: dict[str, Any], overrides: Sequence[str], where: str) -> dict[str, Any]:
     """The `questions` section of a recipe's `questions` block (an enabled block must name its dates and a model)."""
-    # every key written `questions.KEY`: load_config passes over a bare key named like a section (`events.import`)
+    # every key written `questions.KEY`: load_config passes over a bare key named like a section (e.g. `events`)
     given = {f"{QUESTIONS_SECTION}.{k}": v for k, v in flatten_keys(block["config"]).items()}
     given.update(dict(parse_override(o) for o in overrides))  # --set questions.KEY=VALUE after the recipe's own
     cfg = load_config(QUESTIONS_SECTION, overrides=given)

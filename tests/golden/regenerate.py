@@ -28,7 +28,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN_TESTS = ["tests/eval/report/test_report.py", "tests/eval/report/test_report_modes.py", "tests/recipe/test_plan_rates.py"]
+GOLDEN_TESTS = ["tests/eval/report/test_report.py", "tests/eval/report/test_report_modes.py",
+                "tests/recipe/test_plan_rates.py",
+                "tests/questions/test_real_model.py"]
 #: the README's demo table: its rows, in the README's order
 DEMO_AGENTS = ("uniform", "base_rate", "retrieval", "retrieval-deep", "retrieval-skim", "market")
 TABLE_HEAD = "| agent | Brier [95% CI] | accuracy | log vs market (day mean) |\n|---|---|---|---|\n"

@@ -63,12 +63,12 @@ def test_the_stage_is_off_by_default_and_the_packaged_recipes_keep_their_stages(
 
 def test_an_enabled_block_gives_the_questions_section(tmp_path: Path) -> None:
     path = _recipe(tmp_path, questions={"enabled": True, "dates": "2026-03-01..2026-05-15",
-                                        "config": {**MODEL, "seeds": {"per_date": 4}, "events": {"import": False}}})
+                                        "config": {**MODEL, "seeds": {"per_date": 4}, "import_events": False}})
     recipe = load_recipe(path, ["questions.seeds.window_days=5", "recipe.questions.config.horizon.max_days=30"])
     q = recipe.questions
     assert recipe.questions_enabled and recipe.get("questions.dates") == "2026-03-01..2026-05-15"
     assert q["llm"]["model"] == "scripted" and q["seeds"]["per_date"] == 4 and q["seeds"]["window_days"] == 5
-    assert q["horizon"] == {"min_days": 7, "max_days": 30} and q["events"] == {"import": False}  # a section-named key
+    assert q["horizon"] == {"min_days": 7, "max_days": 30} and q["import_events"] is False
     assert q["prospective"]["max_questions_per_seed"] == 3  # the section's defaults
     assert recipe.corpus and recipe.events["splits"]["eval"] == SPLITS["eval"]  # the other sections as before
 

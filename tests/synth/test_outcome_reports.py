@@ -56,7 +56,7 @@ def test_preset():
     p = PRESETS["questions"]
     assert (p.n_train, p.n_eval, p.plant_copies, p.articles_per_event, p.n_distractors, p.records_per_warc,
             p.max_days, p.outcome_reports) == (8, 8, 0, (6, 9), 60, 250, 30, 2)
-    assert [n for n, q in PRESETS.items() if q.outcome_reports] == ["questions"]
+    assert [n for n, q in PRESETS.items() if q.outcome_reports] == ["questions", "questions_large"]
 
 
 def test_reports_per_event_dated_after_close(built):
