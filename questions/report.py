@@ -113,7 +113,16 @@ def questions_report(workspace: str | Path) -> dict[str, Any]:
         if d.drop and len(examples.setdefault(f"{d.drop.stage}:{d.drop.reason}", [])) < 2:
             examples[f"{d.drop.stage}:{d.drop.reason}"].append(
                 {"qid": d.qid, "question": d.question[:200], "detail": d.drop.detail[:300]})
+    by_route = {}
+    for route, n in sorted((gen.get("seeds") or {}).items()):
+        acc = sum(1 for d in accepted if d.route == route)
+        by_route[route] = {"seeds": n, "drafts": sum(1 for d in drafts if d.route == route and d.question),
+                           "verified": sum(1 for d in drafts if d.route == route and d.question
+                                           and (d.status in ("verified", "pending", "resolved", "accepted")
+                                                or (d.drop is not None and d.drop.stage not in ("draft", "verify")))),
+                           "accepted": acc, "yield_per_1000_seeds": round(1000 * acc / n, 2) if n else None}
     return {"model": gen.get("model"), "routes": gen.get("routes"), "dates": gen.get("dates"), "seeds": seeds,
+            "by_route": by_route,
             "drafts": sum(1 for d in drafts if d.question), "accepted": len(accepted),
             "yield_per_1000_seeds": round(1000 * len(accepted) / seeds, 2) if seeds else None,
             "funnel": funnel(drafts, seeds), "agreement": agreement(drafts), "distributions": distributions(accepted),
@@ -128,8 +137,11 @@ def render(rep: dict[str, Any]) -> str:
     lines = ["# Questions from the news", "",
              f"Model **{rep['model']}**, routes {', '.join(rep['routes'] or [])}, dates {' .. '.join(rep['dates'] or [])}.",
              f"Seeds **{rep['seeds']}**, drafts **{rep['drafts']}**, accepted **{rep['accepted']}** "
-             f"(yield {rep['yield_per_1000_seeds']} per 1,000 seed articles).", "",
-             "## Funnel", "", "| stage | reason | dropped | remaining |", "|---|---|---:|---:|"]
+             f"(yield {rep['yield_per_1000_seeds']} per 1,000 seed articles).",
+             "", "| route | seeds | drafts | past the verifiers | accepted | per 1,000 seeds |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r} | {v['seeds']} | {v['drafts']} | {v['verified']} | {v['accepted']} | {v['yield_per_1000_seeds']} |"
+              for r, v in rep["by_route"].items()]
+    lines += ["", "## Funnel", "", "| stage | reason | dropped | remaining |", "|---|---|---:|---:|"]
     lines += [f"| {r['stage']} | {r['reason']} | {r['dropped']} | {'' if r['remaining'] is None else r['remaining']} |"
               for r in rep["funnel"]]
     ag = rep["agreement"]

@@ -91,6 +91,22 @@ def micro_events(micro_index: Path, micro_world: Path, worker_id: str) -> Path:
     return micro_index
 
 
+def _build_questions_world(root: Path) -> None:
+    """The `questions` preset (outcome reports after each event closes) and its workspace: corpus, index, Polymarket
+    events; the same steps as benchmarks/questions/local_model.py, whose recording replays on it."""
+    from forecast_env.synth import synthesize
+
+    synthesize(root / "world", preset="questions", seed=0, progress=False)
+    _build_micro_ws(root / "world", root / "ws", MICRO_STAGES)
+
+
+@pytest.fixture(scope="session")
+def questions_world(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A folder with `world/` (the questions preset, seed 0) and `ws/` (its corpus, index and Polymarket events);
+    read only: tests copy `ws` before writing."""
+    return shared_folder(tmp_path_factory, worker_id, "questions_world", _build_questions_world)
+
+
 @pytest.fixture(scope="session")
 def siblings(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Path]:
     """The `siblings` world and its events built with the cross-question rule on and off ({"world", "on",
