@@ -42,10 +42,12 @@ test: $(STAMP)
 # retrieval/index_at_scale (the 10M-article build, hours), serving/llm_local (make llm-local), retrieval/search_quality
 # and eval/report_statistics (a built world / run), corpus/extract_quality (real page sets passed with --set),
 # envs/reader_trials (a measurement for whoever changes the reader); and the scripts whose modes are subcommands
-# (corpus/merge, envs/exposure, orchestration/s3_workspace, retrieval/determinism: `make bench` stopped at the first)
+# (corpus/merge, envs/exposure, orchestration/s3_workspace, retrieval/determinism: `make bench` stopped at the first);
+# questions/local_model (make llm-local's model) and questions/real_news (a page set passed with --pages)
 BENCH_MANUAL = envs/acceptance retrieval/index_at_scale serving/llm_local retrieval/search_quality \
 	eval/report_statistics corpus/extract_quality envs/reader_trials \
-	corpus/merge envs/exposure orchestration/s3_workspace retrieval/determinism
+	corpus/merge envs/exposure orchestration/s3_workspace retrieval/determinism \
+	questions/local_model questions/real_news
 bench: $(STAMP)
 	for b in benchmarks/*/*.py; do n=$${b#benchmarks/}; n=$${n%.py}; \
 		case "$$n" in */__init__) continue;; esac; \

@@ -78,25 +78,31 @@ def load_articles(ws: Workspace, first: date, last: date) -> pl.DataFrame:
              .filter(~pl.col("leak_flag").fill_null(False) & ~pl.col("market_quote").fill_null(False))
              .collect())
     host = pl.col("url").str.extract(r"^[a-z]+://([^/:]+)", 1).fill_null("")
-    return frame.with_columns(host.alias("host")).sort(["day", "doc_id"])
+    # the topic: the URL's first path segment when it reads as a section name (/politics/, /sport/, /business/)
+    topic = pl.col("url").str.extract(r"^[a-z]+://[^/]+/([A-Za-z][A-Za-z-]{2,19})/", 1).str.to_lowercase().fill_null("")
+    return frame.with_columns(host.alias("host"), topic.alias("topic")).sort(["day", "doc_id"])
 
 
 def sample_seeds(pool: pl.DataFrame, lo: date, hi: date, n: int, rng: random.Random, used: set[str],
                  min_chars: int, hosts: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Up to n articles visible in [lo, hi], spread over sources and days (least-used source and day first)."""
+    """Up to n articles visible in [lo, hi], spread over sources, topics and days (the least-used source, then topic,
+    then day first; ties in a seeded random order)."""
     rows = pool.filter((pl.col("day") >= lo) & (pl.col("day") <= hi)
                        & (pl.col("body").str.len_chars() >= min_chars)).to_dicts()
     rows = [r for r in rows if r["doc_id"] not in used and (not hosts or r["host"] in hosts)]
     rng.shuffle(rows)
     by_host: Counter[str] = Counter()
+    by_topic: Counter[str] = Counter()
     by_day: Counter[date] = Counter()
     out: list[dict[str, Any]] = []
     while rows and len(out) < n:
-        best = min(range(len(rows)), key=lambda i: (by_host[rows[i]["host"]], by_day[rows[i]["day"]], i))
+        best = min(range(len(rows)), key=lambda i: (by_host[rows[i]["host"]], by_topic[rows[i]["topic"]],
+                                                    by_day[rows[i]["day"]], i))
         r = rows.pop(best)
         out.append(r)
         used.add(r["doc_id"])
         by_host[r["host"]] += 1
+        by_topic[r["topic"]] += 1
         by_day[r["day"]] += 1
     return out
 

@@ -128,7 +128,7 @@ class RecordedModel:
                 seed: int | None = None, model: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
         """The request body: the configured sampling settings, the tools or the response format."""
         body: dict[str, Any] = {
-            "model": model or self.model, "messages": messages,
+            "model": model or self.model, "messages": list(messages),  # a copy: the caller's list grows after the call
             "temperature": float(self.llm["temperature"] if temperature is None else temperature),
             "max_tokens": int(self.llm["max_tokens"] if max_tokens is None else max_tokens),
             "seed": int(self.llm.get("seed") or 0) if seed is None else int(seed),

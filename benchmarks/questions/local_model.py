@@ -91,6 +91,9 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=14)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ctx", type=int, default=4096)
+    ap.add_argument("--relax-verifiers", action="store_true",
+                    help="the ablation: every verifier rating passes (a copy of the workspace, its recording reused), so "
+                         "the resolvers and the vetting see the model's drafts")
     ap.add_argument("--save-recording", action="store_true",
                     help="copy the recording into benchmarks/questions/recordings/ (tests/questions replays it)")
     args = ap.parse_args()
@@ -105,10 +108,18 @@ def main() -> None:
 
     root = OUT / "questions_local"
     world, ws = build_world(root) if not args.workspace else (None, Path(args.workspace))
+    tag = ""
+    if args.relax_verifiers:
+        relaxed = ws.parent / "ws_relaxed"
+        if not relaxed.exists():
+            shutil.copytree(ws, relaxed)
+        ws, tag = relaxed, "_relaxed"
     port = args.port or _free_port()
     server = _serve(gguf.assemble(), port, args.ctx)
     base = f"http://127.0.0.1:{port}/v1"
     cfg = run_config(gguf.MODEL_NAME, base, args.per_date, args.every)
+    if args.relax_verifiers:
+        cfg["verify"] = {"require": {"quality": "poor", "ambiguity": "poor", "resolvability": "very certainly no"}}
     try:
         t0 = time.perf_counter()
         gen = generate_questions(ws, args.dates, cfg, progress=True)
@@ -131,13 +142,33 @@ def main() -> None:
     if world is not None:
         out["grading"] = grade(ws, json.loads((world / "truth.json").read_text()))
     OUT.mkdir(exist_ok=True)
-    (OUT / "questions_local.json").write_text(json.dumps(out, indent=1, sort_keys=True))
+    (OUT / f"questions_local{tag}.json").write_text(json.dumps(out, indent=1, sort_keys=True))
     print(json.dumps({k: v for k, v in out.items() if k not in ("funnel",)}, indent=1, sort_keys=True)[:4000])
     if args.save_recording:
         RECORDINGS.mkdir(exist_ok=True)
         dest = RECORDINGS / f"{gguf.MODEL_NAME}.jsonl"
-        shutil.copyfile(QuestionFiles.of(ws).recording, dest)
+        dest.write_text(trimmed_recording(QuestionFiles.of(ws).recording), encoding="utf-8")
         print("recording ->", dest)
+
+
+def trimmed_recording(path: Path) -> str:
+    """The recording with each request's messages cut to those its key was computed on (a recording made before
+    `RecordedModel.payload` copied the message list held the later turns too; the keys were always right)."""
+    from forecast_env.questions.model import request_key
+
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        req = rec["request"]
+        for n in range(len(req["messages"]), 0, -1):
+            cut = {**req, "messages": req["messages"][:n]}
+            if request_key(cut) == rec["key"]:
+                rec["request"] = cut
+                break
+        else:
+            raise SystemExit(f"recording line with key {rec['key'][:16]}: no prefix of its messages gives its key")
+        out.append(json.dumps(rec, sort_keys=True, ensure_ascii=False))
+    return "\n".join(out) + "\n"
 
 
 def _ratings(ws: Path) -> dict[str, Counter[str]]:

@@ -48,7 +48,7 @@ def test_the_recorded_real_model_replays_through_a_local_server(questions_world:
     ws = tmp_path / "ws"
     shutil.copytree(questions_world / "ws", ws)
     with ChatServer(default=answer) as srv:
-        cfg = {**run_config(MODEL, srv.base_url, per_date=1, every=14), "replay": "off"}
+        cfg = run_config(MODEL, srv.base_url, per_date=1, every=14)  # replay auto: a repeated request is answered once
         cfg["llm"] = {**cfg["llm"], "max_retries": 0}
         generate_questions(ws, DATES, cfg, progress=False)
         resolve_questions(ws, cfg, progress=False)
