@@ -33,7 +33,7 @@ def _stage(d: Draft) -> str:
     if d.status == "pending":
         return "pending"
     if d.drop is None:
-        return "accepted" if d.status == "accepted" else d.status
+        return "accepted" if d.status == "accepted" else f"status:{d.status}"
     return f"vet:{d.drop.reason}" if d.drop.stage == "vet" else d.drop.stage
 
 
@@ -53,7 +53,7 @@ def funnel(drafts: list[Draft], seeds: int) -> list[dict[str, Any]]:
         for reason, n in sorted(by_stage.get(stage, Counter()).items()):
             remaining -= n
             rows.append({"stage": stage, "reason": reason, "dropped": n, "remaining": remaining})
-    unresolved = sum(by_stage.get(s, Counter()).total() for s in ("verified", "resolved", "draft"))
+    unresolved = sum(by_stage.get(f"status:{s}", Counter()).total() for s in ("verified", "resolved", "draft"))
     if unresolved:
         remaining -= unresolved
         rows.append({"stage": "not yet resolved", "reason": "run questions resolve", "dropped": unresolved,
