@@ -177,7 +177,7 @@ def _ratings(ws: Path) -> dict[str, Counter[str]]:
     out: dict[str, Counter[str]] = {}
     for d in read_drafts(QuestionFiles.of(ws).drafts):
         for name, v in d.verdicts.items():
-            out.setdefault(name, Counter())[v["rating"] if isinstance(v, dict) else ("recorded" if v else "none")] += 1
+            out.setdefault(name, Counter())[str(v.get("rating", "forecast")) if isinstance(v, dict) else "none"] += 1
     return out
 
 
