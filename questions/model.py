@@ -109,8 +109,8 @@ class RecordedModel:
                     raise QuestionsError(f"{self.path} line {n}: not a recording line ({exc}); "
                                          "delete the file to record again") from None
         if not self.model and replay != "only":
-            raise ConfigError("questions.llm.model is not set: give the model name, e.g. "
-                              "--set llm.model=gpt-4o-mini (and llm.base_url for a local server)")
+            raise ConfigError("questions.llm.model is not set: give the model name, e.g. --model gpt-4o-mini "
+                              "(and --base-url for a local server), or --llm FILE, or --set questions.llm.model=...")
         self._client: ChatClient | None = None
         self._dirty = False
 
