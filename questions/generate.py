@@ -47,7 +47,7 @@ from forecast_env.retrieval import Searcher
 from forecast_env.store import Workspace
 from forecast_env.timeparse import parse_day
 
-SEED_COLUMNS = ["doc_id", "url", "title", "body", "day", "leak_flag", "market_quote"]
+SEED_COLUMNS = ["doc_id", "url", "day", "leak_flag", "market_quote"]
 
 
 def question_dates(first: date, last: date, every_days: int) -> list[date]:
@@ -69,11 +69,12 @@ def parse_dates(text: str) -> tuple[date, date]:
 
 
 def load_articles(ws: Workspace, first: date, last: date) -> pl.DataFrame:
-    """Corpus articles visible from `first` to `last` (the seed and source pool), readable ones only."""
+    """Corpus articles visible from `first` to `last` (the seed and source pool), readable ones only: ids, sources,
+    topics, days and body lengths (the texts of the few sampled are read with `with_text`, not held for all)."""
     files = sorted(ws.articles_dir.glob("*.parquet"))
     if not files:
         raise QuestionsError(f"{ws.articles_dir}: no corpus; build it with `forecast-env corpus build` first")
-    frame = (pl.scan_parquet(files).select(SEED_COLUMNS)
+    frame = (pl.scan_parquet(files).select(*SEED_COLUMNS, pl.col("body").str.len_chars().alias("chars"))
              .filter((pl.col("day") >= first) & (pl.col("day") <= last))
              .filter(~pl.col("leak_flag").fill_null(False) & ~pl.col("market_quote").fill_null(False))
              .collect())
@@ -88,7 +89,7 @@ def sample_seeds(pool: pl.DataFrame, lo: date, hi: date, n: int, rng: random.Ran
     """Up to n articles visible in [lo, hi], spread over sources, topics and days (the least-used source, then topic,
     then day first; ties in a seeded random order)."""
     rows = pool.filter((pl.col("day") >= lo) & (pl.col("day") <= hi)
-                       & (pl.col("body").str.len_chars() >= min_chars)).to_dicts()
+                       & (pl.col("chars") >= min_chars)).to_dicts()
     rows = [r for r in rows if r["doc_id"] not in used and (not hosts or r["host"] in hosts)]
     rng.shuffle(rows)
     by_host: Counter[str] = Counter()
@@ -105,6 +106,12 @@ def sample_seeds(pool: pl.DataFrame, lo: date, hi: date, n: int, rng: random.Ran
         by_topic[r["topic"]] += 1
         by_day[r["day"]] += 1
     return out
+
+
+def with_text(searcher: Searcher, row: dict[str, Any]) -> dict[str, Any]:
+    """A sampled article's row with its title and body, read from the index's text as of its own day."""
+    art = searcher.open_article(row["doc_id"], row["day"])
+    return {**row, "title": art.title, "body": art.body}
 
 
 def _qid(route: str, d: date, doc_id: str, i: int) -> str:
@@ -246,14 +253,14 @@ def generate_questions(workspace: str | Path, dates: str | tuple[date, date], co
             if "prospective" in routes:
                 for s in sample_seeds(pool, d - timedelta(days=window - 1), d, int(cfg["seeds"]["per_date"]), rng,
                                       used, int(cfg["seeds"]["min_chars"]), cfg["seeds"]["hosts"]):
-                    jobs.append(("prospective", d, s, 0))
+                    jobs.append(("prospective", d, with_text(searcher, s), 0))
             if "retrospective" in routes:
                 h = rng.choice(horizons)
                 span_end = d + timedelta(days=h + int(cfg["dates"]["every_days"]) - 1)
                 for s in sample_seeds(pool, d + timedelta(days=h), min(span_end, searcher.last_day),
                                       int(cfg["seeds"]["per_date"]), rng, used, int(cfg["seeds"]["min_chars"]),
                                       cfg["seeds"]["hosts"]):
-                    jobs.append(("retrospective", d, s, h))
+                    jobs.append(("retrospective", d, with_text(searcher, s), h))
         for route, d, s, h in tqdm(jobs, desc="questions generate", unit="seed", disable=not progress):
             n_seeds[route] += 1
             if route == "prospective":

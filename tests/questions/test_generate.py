@@ -33,7 +33,7 @@ def test_question_dates_and_their_errors() -> None:
 
 
 def _pool(rows: list[tuple[str, str, str, int]]) -> pl.DataFrame:
-    return pl.DataFrame([{"doc_id": i, "host": h, "topic": t, "day": D0 + timedelta(days=d), "body": "x" * 500,
+    return pl.DataFrame([{"doc_id": i, "host": h, "topic": t, "day": D0 + timedelta(days=d), "chars": 500,
                           "title": i, "url": f"https://{h}/{t}/{i}"} for i, h, t, d in rows])
 
 
