@@ -236,13 +236,37 @@ EXCLUDED = pa.schema(
     ]
 )
 
+#: ForecastBench items (docs/forecastbench.md), `WS/events/forecastbench.parquet`: one row per row of every
+#: imported resolution set (combination and unresolved rows included), with what became of it.
+FORECASTBENCH_ITEMS = pa.schema(
+    [
+        ("question_pk", pa.string()),  # ForecastBench's key: due_source_id (market), due_source_id_horizon (dataset)
+        ("kind", pa.string()),  # market | dataset | null (a source ForecastBench does not score)
+        ("due_date", pa.date32()),  # the round's forecast due date
+        ("freeze_date", pa.date32()),  # the round's freeze day: the environment's forecast date (news up to it)
+        ("source", pa.string()),  # polymarket | manifold | metaculus | infer | acled | dbnomics | fred | ...
+        ("id", pa.string()),  # the id as published (a combination question's: its JSON list)
+        ("combo", pa.bool_()),
+        ("horizon", pa.int32()),  # resolution date - due date, in days (market items too; the key ignores it)
+        ("resolution_date", pa.date32()),
+        ("resolved", pa.bool_()),
+        ("resolved_to", pa.float64()),  # 0/1 when resolved; an interim market value otherwise
+        ("freeze_value", pa.float64()),  # market questions: the market's belief on the freeze day
+        ("market_value_due", pa.float64()),  # the market's belief on the due date, where the workspace has it
+        ("event_id", pa.string()),  # the environment event it was imported as (null: not imported)
+        ("forecast_date", pa.date32()),  # the schedule date that answers it (null: not offered)
+        ("status", pa.string()),  # scored | pending | combo | no_question | unknown_source | duplicate | cut | excluded
+        ("detail", pa.string()),
+    ]
+)
+
 #: The order in which the events build applies its stages (the funnel's rows).
 EVENT_STAGES = ("parse", "layout", "label", "span", "activity", "signal", "split", "schedule", "screen")
 
 EVENT_REASONS: dict[str, tuple[str, ...]] = {
-    "parse": ("bad_json", "missing_field", "bad_timestamp", "bad_price", "no_price_history"),
+    "parse": ("bad_json", "missing_field", "bad_timestamp", "bad_price", "no_price_history", "duplicate"),
     "layout": ("multi_market_not_negrisk", "no_markets", "negrisk_single_market"),
-    "label": ("unresolved", "multiple_yes", "no_yes"),
+    "label": ("unresolved", "multiple_yes", "no_yes", "not_binary", "conflicting"),
     "span": ("too_short", "same_day"),
     "activity": ("low_faithful_share", "long_unfaithful_run"),
     "signal": ("nearly_certain", "flat_prices"),

@@ -41,7 +41,14 @@ from forecast_env.envs.events.exposure import cut_exposed, recut_stored
 from forecast_env.envs.events.filters import EventSeries, MarketFilters
 from forecast_env.envs.events.funnel import BuildRun, Report, record_market_quotes, write_report
 from forecast_env.envs.events.gamma import construct_event, open_cache
-from forecast_env.envs.events.schedule import Schedule, build_schedule, forecast_grid, known_day, schedule_cut
+from forecast_env.envs.events.schedule import (
+    Schedule,
+    build_schedule,
+    fixed_schedule,
+    forecast_grid,
+    known_day,
+    schedule_cut,
+)
 from forecast_env.envs.events.screen import Decomposer, Judge
 from forecast_env.envs.events.splits import Splits
 from forecast_env.envs.events.tables import (
@@ -62,8 +69,8 @@ from forecast_env.store import Workspace, remove_temporaries
 if TYPE_CHECKING:
     from forecast_env.retrieval import Searcher
 
-__all__ = ["EventTables", "build_events", "description_as_of", "import_questions", "load_events", "resolve_config",
-           "schedule_event"]
+__all__ = ["EventTables", "build_events", "description_as_of", "import_forecastbench", "import_questions", "load_events",
+           "resolve_config", "schedule_event"]
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +190,55 @@ def import_questions(
     return _finish(run, parsed.candidates, ws, searcher, judge, progress, t0)
 
 
+def import_forecastbench(
+    root: str | Path,
+    workspace: str | Path,
+    rounds: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    searcher: Searcher | None = None,
+    judge: Judge | str | None = None,
+    progress: bool = True,
+) -> Report:
+    """Add the ForecastBench rounds `rounds` ("A..B" due dates; None: all) read from `root`, a local copy of
+    the `forecastbench-datasets` repository, as events (source "forecastbench"; docs/forecastbench.md).
+
+    Writes `WS/events/forecastbench.parquet` (one row per resolution-set row, `schema.FORECASTBENCH_ITEMS`)
+    beside the events tables; a re-import replaces every earlier ForecastBench event.
+    """
+    from forecast_env.envs.events import forecastbench_import as fbi
+    from forecast_env.envs.events.forecastbench import read_rounds
+
+    t0 = time.perf_counter()
+    cfg = resolve_config(config)
+    ws = Workspace.at(workspace, create=True)
+    root = Path(root)
+    if not (root / "datasets").is_dir():
+        raise EventsError(f"{root}: no datasets/ folder; pass a local copy of the forecastbench-datasets "
+                          "repository (git clone https://github.com/forecastingresearch/forecastbench-datasets)")
+    first, last = fbi.parse_rounds(rounds)
+    read = read_rounds(root, first, last)
+    if not read:
+        raise EventsError(f"{root}: no ForecastBench round with a due date in {rounds or 'any range'} "
+                          "(files datasets/question_sets/YYYY-MM-DD-llm.json, "
+                          "datasets/resolution_sets/YYYY-MM-DD_resolution_set.json)")
+    fb_splits = Splits.from_config({"splits": cfg["forecastbench"]["splits"]})
+    imp = fbi.import_rounds(read, fb_splits, fbi.polymarket_conditions(ws), int(cfg["schedule"]["buffer_days"]))
+    run = BuildRun("forecastbench", cfg)
+    run.n_in = imp.n_in
+    for eid, stage, reason, detail in imp.exclusions:
+        run.exclude(eid, stage, reason, detail)
+    run.counts.update(imp.counts)
+    run.counts["rounds"] = len(read)
+    run.counts["file_problems"] = len(imp.errors)
+    for line in imp.errors:
+        log.warning("forecastbench: %s", line)
+    report = _finish(run, imp.candidates, ws, searcher, judge, progress, t0)
+    fbi.write_items(ws, imp.items, run)
+    report["rounds"] = [r.due_date for r in read]
+    report["file_problems"] = imp.errors
+    return report
+
+
 # ---------------------------------------------------------------------------------------------
 # The stages after parsing
 # ---------------------------------------------------------------------------------------------
@@ -216,6 +272,9 @@ def _assign_splits(run: BuildRun, cands: list[Candidate]) -> list[Candidate]:
     splits = Splits.from_config(run.cfg)
     out = []
     for c in cands:
+        if c.source == "forecastbench":  # split by due date at import (forecastbench_import.py)
+            out.append(c)
+            continue
         name, reason = splits.assign(c.t_start, c.t_end)
         if reason is None:
             c.metrics["split"] = name
@@ -233,6 +292,8 @@ def schedule_event(c: Candidate, beliefs: Mapping[date, Mapping[str, float]], da
     """
     sc = cfg["schedule"]
     buffer = int(sc["buffer_days"])
+    if c.dates is not None:  # ForecastBench: the rounds' freeze days; its sparse freeze values set no d_known
+        return _fixed(c, buffer)
     d_known = known_day(c.leg_series(), float(sc["known_threshold"]))
     if c.known is not None:  # a generated question: the first visible report of its outcome (questions/resolve.py)
         d_known = c.known if d_known is None else min(d_known, c.known)
@@ -249,6 +310,17 @@ def schedule_event(c: Candidate, beliefs: Mapping[date, Mapping[str, float]], da
         late_leg_days=len(forecast_grid(c.start_day, None, c.end_day, buffer)) - len(s.grid),
         steps_cut_by_close=by_close, steps_cut_by_known=s.steps_total - len(s.steps) - by_close,
     )
+    return s
+
+
+def _fixed(c: Candidate, buffer: int) -> Schedule:
+    assert c.dates is not None
+    cut = schedule_cut(c.known, c.close_day, buffer)
+    s = fixed_schedule(c.dates, c.options, cut)
+    by_close = sum(1 for st in s.uncut if st.bin_last >= cut)
+    c.metrics.update(t_all=c.t_all, d_known=c.known, cut=cut, cut_by="d_known" if c.known is not None else "close",
+                     steps_total=s.steps_total, steps_offered=len(s.steps), late_leg_days=0,
+                     steps_cut_by_close=by_close, steps_cut_by_known=0)
     return s
 
 
@@ -304,6 +376,8 @@ def _screen_all(run: BuildRun, scheduled: list[tuple[Candidate, Schedule]], sear
         decompose = getattr(judge, "decompose", None) or (
             lambda v: decompose_offline(v, int(sc["min_queries"]), int(sc["max_queries"])))
     corpus_start = day_of(searcher.first_day) if searcher.first_day is not None else date.max
+    # ForecastBench: verdicts that are recorded but do not exclude (data questions are rarely news)
+    records_only = set(run.cfg["forecastbench"]["screen_records_only"]) if run.source == "forecastbench" else set()
     kept, rows = [], []
     for c, s in _progress(scheduled, len(scheduled), "screen", progress):
         tau = s.tau_star
@@ -313,7 +387,7 @@ def _screen_all(run: BuildRun, scheduled: list[tuple[Candidate, Schedule]], sear
                            int(sc["evidence_per_query"]), int(sc["evidence_size"]))
         rows.append(res.row())
         c.metrics.update(screen_verdict=res.verdict, screen_leak=res.leak)
-        if res.exclusion is None:
+        if res.exclusion is None or res.exclusion[0] in records_only:
             kept.append((c, s))
         else:
             run.exclude(c.event_id, "screen", res.exclusion[0], res.exclusion[1])
@@ -355,6 +429,10 @@ def _finish(run: BuildRun, cands: list[Candidate], ws: Workspace, searcher: Sear
     tables = assemble_tables(final, beliefs, trades_daily, sched_rows, screen_rows, run.exclusions)
     write_tables(ws, tables, run.source)
     recut_stored(ws, foreign)
+    if run.source == "polymarket":  # ForecastBench questions on a market this build holds (forecastbench_import.py)
+        from forecast_env.envs.events.forecastbench_import import drop_duplicates
+
+        drop_duplicates(ws)
     report = write_report(ws, run, tables, time.perf_counter() - t0)
     out = dict(report[run.source])
     out["workspace"] = str(ws.root)

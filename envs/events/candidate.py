@@ -75,6 +75,7 @@ class Candidate:
     metrics: dict[str, object] = field(default_factory=dict)
     option_seed: int | None = None  # the seed of the option shuffle (None: Gamma/outcomes order kept)
     same_day: str | None = None  # a same-day market's endDate (where): excluded under the span rule
+    dates: list[date] | None = None  # fixed forecast dates (ForecastBench rounds' freeze days) instead of the grid
     known: date | None = None  # the first visible report of the outcome, when known from the news (generated questions)
 
     @property

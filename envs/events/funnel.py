@@ -237,7 +237,7 @@ def write_report(ws: Workspace, run: BuildRun, tables: Mapping[str, pa.Table], s
 def render_report(report: Mapping[str, object]) -> str:
     """The funnel as Markdown (one table per source, like the paper's Table 8, then the schedule rules)."""
     lines = ["# Event construction funnel", ""]
-    for source in ("polymarket", "questions", "generated"):
+    for source in ("polymarket", "questions", "generated", "forecastbench"):
         f = report.get(source)
         if not isinstance(f, Mapping) or not f:
             continue

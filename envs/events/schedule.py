@@ -169,3 +169,14 @@ def build_schedule(
             best = int(np.argmax(score))  # argmax returns the first maximum: the earliest day
             uncut.append(ScheduleStep(i + 1, t_q, days[best], list(options), float(score[best]), days[0], days[-1]))
     return Schedule(grid, uncut, cut)
+
+
+def fixed_schedule(dates: Sequence[date], options: Sequence[str], cut: date | None = None) -> Schedule:
+    """A schedule on given forecast dates (ForecastBench rounds' freeze days), each date its own one-day bin.
+
+    No grid search and no scores (1.0): the dates are the source's, fixed before any outcome. The cut works
+    as for every schedule: a date on or after it is not offered, and neither is any later one.
+    """
+    days = sorted(set(dates))
+    uncut = [ScheduleStep(i + 1, len(days), d, list(options), 1.0, d, d) for i, d in enumerate(days)]
+    return Schedule(list(days), uncut, cut)

@@ -23,7 +23,8 @@ from forecast_env.envs.events.candidate import Candidate
 from forecast_env.store import EVENT_TABLES, Workspace, atomic_write_table, conform, read_table
 
 #: Event-id prefix of each source.
-SOURCE_PREFIX = {"polymarket": "pm-", "questions": "q-", "generated": "g-"}  # generated: questions/ (docs/questions.md)
+#: generated: questions/ (docs/questions.md); forecastbench: ForecastBench rounds (docs/forecastbench.md)
+SOURCE_PREFIX = {"polymarket": "pm-", "questions": "q-", "generated": "g-", "forecastbench": "fb-"}
 
 #: A table row (a dict of column -> value; the values' types vary by column).
 Row = dict[str, Any]

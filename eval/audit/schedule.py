@@ -62,6 +62,7 @@ class ScheduleInputs:
     day_counts: Mapping[date, int]
     config: Mapping[str, Any]
     exposure_day: date | None = None  # stored: first day another visible question gives the answer away
+    fixed_dates: tuple[date, ...] | None = None  # ForecastBench: the round's freeze day, from the items table
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,15 @@ ScheduleBuilder = Callable[[ScheduleInputs], BuiltSchedule]
 def build_with_project(inp: ScheduleInputs) -> BuiltSchedule:
     """The events build's own schedule functions (`forecast_env.envs.events.schedule`) on `inp`."""
     from forecast_env.envs.events.exposure import apply_cut
-    from forecast_env.envs.events.schedule import build_schedule, schedule_cut
+    from forecast_env.envs.events.schedule import build_schedule, fixed_schedule, schedule_cut
 
     cfg = inp.config
     buffer = int(cfg["buffer_days"])
     cut = apply_cut(schedule_cut(inp.d_known, inp.close_day, buffer), inp.exposure_day)
+    if inp.fixed_dates is not None:  # ForecastBench rounds: the source's own dates (envs/events/forecastbench_import.py)
+        f = fixed_schedule(inp.fixed_dates, list(inp.options), cut)
+        return BuiltSchedule(f.steps_total, tuple(st.forecast_date for st in f.steps),
+                             tuple(tuple(st.options) for st in f.steps))
     s = build_schedule(inp.start_day, inp.t_all, inp.end_day, list(inp.options), inp.beliefs, inp.day_counts, cut,
                        buffer_days=buffer, max_steps=int(cfg["max_steps"]),
                        days_per_step=int(cfg["days_per_step"]), movement_weight=float(cfg["movement_weight"]),
@@ -172,6 +177,7 @@ def schedule_inputs(inputs: AuditInputs, events: pl.DataFrame, day_counts: Mappi
     b = inputs.beliefs.filter(pl.col("event_id").is_in(ids) & pl.col("belief").is_not_null())
     for eid, day, opt, bel in b.select("event_id", "day", "option", "belief").iter_rows():
         beliefs.setdefault(eid, {}).setdefault(day, {})[opt] = float(bel)
+    fixed = _forecastbench_dates(inputs, ids)
     out = {}
     for r in events.iter_rows(named=True):
         eid = r["event_id"]
@@ -183,7 +189,22 @@ def schedule_inputs(inputs: AuditInputs, events: pl.DataFrame, day_counts: Mappi
             end_day=_kept_day(r, "end_day", "t_end", "close_day"),
             close_day=_kept_day(r, "close_day", "t_close"), d_known=as_day(_col(r, "d_known")),
             option_start=starts, beliefs=beliefs.get(eid, {}), day_counts=day_counts, config=config,
-            exposure_day=as_day(_col(r, "exposure_day")))
+            exposure_day=as_day(_col(r, "exposure_day")), fixed_dates=fixed.get(eid))
+    return out
+
+
+def _forecastbench_dates(inputs: AuditInputs, ids: list[str]) -> dict[str, tuple[date, ...]]:
+    """Event id -> its rounds' freeze days, from the ForecastBench items table (the import's source record, not
+    the stored schedule); {} when the workspace has none. An fb- event missing from it is rebuilt on no date."""
+    path = inputs.workspace.events_dir / "forecastbench.parquet"
+    fb = [e for e in ids if e.startswith("fb-")]
+    if not fb:
+        return {}
+    out: dict[str, tuple[date, ...]] = {e: () for e in fb}
+    if path.exists():
+        items = pl.read_parquet(path, columns=["event_id", "freeze_date"]).drop_nulls()
+        for (eid,), g in items.filter(pl.col("event_id").is_in(fb)).group_by(["event_id"]):
+            out[str(eid)] = tuple(sorted(set(g["freeze_date"].to_list())))
     return out
 
 

@@ -23,6 +23,7 @@ from forecast_env.errors import RunError
 from forecast_env.eval.report import metrics
 from forecast_env.eval.report.calibration import decompose
 from forecast_env.eval.report.evidence import evidence_diagnostics, world_evidence_diagnostics
+from forecast_env.eval.report.forecastbench import forecastbench_section
 from forecast_env.eval.report.modes import check_companion, compare_modes, find_companion, run_mode
 from forecast_env.eval.report.skill import date_scores, skill_leaderboard
 from forecast_env.eval.runs.store import read_record
@@ -143,9 +144,11 @@ def render_html(blocks: list[Block], base: Path, title: str) -> str:
 
 
 def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_kind: str = "log",
-            companion: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            companion: Mapping[str, Any] | None = None,
+            forecastbench: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every number of the report, as plain data (report.json); `companion` is a loaded run of the other
-    mode (episode / world) to show beside this one (`eval/report/modes.py`)."""
+    mode (episode / world) to show beside this one (`eval/report/modes.py`); `forecastbench` the run's
+    ForecastBench scoring (`forecastbench.forecastbench_section`), kept under "forecastbench" when given."""
     f, market, notebook = run["forecasts"], run["market"], run["notebook"]
     scored = metrics.scored(f)
     out: dict[str, Any] = {
@@ -184,6 +187,8 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
         out["modes"] = compare_modes(*pair, boot)
     elif run_mode(run["meta"]) == "world":
         out["modes"] = None  # no episode run to compare with: the report says how to make one
+    if forecastbench is not None:
+        out["forecastbench"] = dict(forecastbench)
     ev = None
     if run["meta"].get("mode") == "world":
         if run.get("tool_calls") is not None and run.get("world_days") is not None and scored.height:
@@ -325,6 +330,8 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
                for r in sk["table"]]))
     if "skill" in plots:
         b.append(("img", "Skill with intervals", plots["skill"]))
+    if res.get("forecastbench"):
+        b.extend(_forecastbench_blocks(res["forecastbench"]))
     ev = res.get("evidence")
     if ev:
         b.extend(_evidence_blocks(ev, plots))
@@ -366,6 +373,36 @@ def _modes_blocks(modes: Mapping[str, Any] | None, meta: Mapping[str, Any], pct:
                 r["brier"]["n_events"], "*" if r["brier"]["significant"] else ""] for r in modes["paired"]]))
     if "modes" in plots:
         b.append(("img", "Episode and world mode side by side", plots["modes"]))
+    return b
+
+
+def _forecastbench_blocks(fb: Mapping[str, Any]) -> list[Block]:
+    """The run scored on imported ForecastBench items as its leaderboard scores (`eval/report/forecastbench.py`)."""
+    b: list[Block] = [("h2", "ForecastBench (its leaderboard's rules)")]
+    fe = fb.get("fixed_effects", "estimated")
+    fe_text = (f"ForecastBench's, from {fe.split(':', 1)[1]}" if fe.startswith("supplied:")
+               else "supplied" if fe == "supplied"
+               else "estimated from this run's forecasters by two-way fixed effects")
+    rounds = ", ".join(fb.get("scored_due_dates") or []) or "-"
+    b.append(("p", (f"The run's forecasts on the imported ForecastBench items (rounds due {rounds}; pooling as of "
+                   f"{fb.get('as_of', '-')}; {fb.get('n_pending', 0)} item(s) still pending). Brier = (p(Yes) - "
+                   "outcome)^2, half the environment's two-option Brier; rollouts averaged per item. Adjusted "
+                   f"Brier = Brier - the question's effect ({fe_text}), averaged over the model's items, shifted so "
+                   "that Always 0.5 scores 0.25; Brier Index = (1 - sqrt(adjusted Brier)) * 100 (higher is better, "
+                   "50 = Always 0.5); overall = the mean of dataset and market. Brier columns are the plain means.")))
+    b.append(("table", ["model", "Brier Index", "Brier Index dataset", "Brier Index market", "adj. Brier dataset",
+                        "adj. Brier market", "Brier dataset", "Brier market", "N dataset", "N market", "N"],
+              [[r["model"], _num(r["index_overall"], 1), _num(r["index_dataset"], 1), _num(r["index_market"], 1),
+                _num(r["adjusted_dataset"]), _num(r["adjusted_market"]), _num(r["brier_dataset"]),
+                _num(r["brier_market"]), r["n_dataset"], r["n_market"], r["n_overall"]] for r in fb["rows"]]))
+    if fb.get("by_source"):
+        b.append(("table", ["kind", "source", "items", "agent", "answered", "Brier"],
+                  [[r["kind"], r["source"], r["n_items"], r["model"], r["n"], _num(r["brier"])]
+                   for r in fb["by_source"]]))
+    for note in fb.get("notes") or []:
+        b.append(("p", f"Note: {note}"))
+    b.append(("p", "Dataset questions are about data series (FRED, yfinance, ...): their values are not news, so "
+                   "the corpus rarely holds the answer."))
     return b
 
 
@@ -422,11 +459,15 @@ def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Bl
 
 
 def build_report(run_dir: str | Path, out: str | Path | None = None, config: Mapping[str, Any] | None = None,
-                 plots: bool = True, compare: str | Path | bool | None = None) -> dict[str, Any]:
+                 plots: bool = True, compare: str | Path | bool | None = None,
+                 forecastbench_fixed_effects: str | Path | None = None) -> dict[str, Any]:
     """Write report.md, report.html (plots embedded), report.json and plots/*.png; returns their paths.
 
     `compare`: the run of the other mode to show side by side (a run directory); None looks for one in
-    the same `runs/` folder (`modes.find_companion`), False shows none.
+    the same `runs/` folder (`modes.find_companion`), False shows none. When the run answered imported
+    ForecastBench items, a section scores them by its leaderboard's rules (pooling as of today), with the
+    question effects of `forecastbench_fixed_effects` (a CSV, Parquet or JSON file of ForecastBench's
+    effects) or, without it, effects estimated from the run's forecasters.
     """
     run_dir = Path(run_dir)
     out_dir = Path(out) if out is not None else run_dir
@@ -440,7 +481,8 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, config: Map
     elif compare is not False:
         check_companion(run["meta"], compare)
         companion = load_run(compare)
-    res = analyse(run, boot, int(cfg["calibration_bins"]), companion=companion)
+    fb = forecastbench_section(run_dir, forecastbench_fixed_effects)
+    res = analyse(run, boot, int(cfg["calibration_bins"]), companion=companion, forecastbench=fb)
     if compare is False:
         res.pop("modes", None)  # asked for no comparison: no section at all
     plot_paths: dict[str, str] = {}

@@ -22,8 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(b, ["events"])
     b.set_defaults(func=run_build)
 
-    i = events_sub.add_parser("import", help="add events from a JSONL file of your own questions")
-    i.add_argument("--questions", required=True, metavar="FILE", help="JSONL: one question object per line")
+    i = events_sub.add_parser("import", help="add events from your own questions or from ForecastBench rounds")
+    src = i.add_mutually_exclusive_group(required=True)
+    src.add_argument("--questions", metavar="FILE", help="JSONL: one question object per line")
+    src.add_argument("--forecastbench", metavar="REPO", help="a local copy of the forecastbench-datasets repository "
+                     "(its datasets/question_sets and datasets/resolution_sets; docs/forecastbench.md)")
+    i.add_argument("--rounds", metavar="A..B", default=None, help="with --forecastbench: due dates A..B, A.., ..B or A "
+                   "(default: every round)")
     i.add_argument("--workspace", required=True, metavar="WS", help="workspace folder")
     i.add_argument("--judge", choices=("offline", "llm"), default=None, help="screen judge (default: screen.judge)")
     i.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -73,8 +78,37 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from forecast_env.envs.events.build import import_questions
+    from forecast_env.envs.events.build import import_forecastbench, import_questions
 
+    if args.rounds is not None and not args.forecastbench:
+        print("error: --rounds goes with --forecastbench")
+        return 2
+    if args.forecastbench:
+        summary = import_forecastbench(args.forecastbench, args.workspace, rounds=args.rounds, config=_config(args),
+                                       progress=not args.no_progress)
+        print_summary(summary)
+        print_forecastbench(summary)
+        return 0
     summary = import_questions(args.questions, args.workspace, config=_config(args), progress=not args.no_progress)
     print_summary(summary)
     return 0
+
+
+def print_forecastbench(summary: Mapping[str, Any]) -> None:
+    """The rounds read, the items by status and the file problems of a ForecastBench import."""
+    from forecast_env.envs.events.forecastbench_import import read_items
+
+    rounds = summary.get("rounds") or []
+    print(f"rounds: {len(rounds)} ({rounds[0]} .. {rounds[-1]})" if rounds else "rounds: none")
+    items = read_items(summary["workspace"])
+    counts = items.group_by("kind", "status").len().sort("kind", "status", nulls_last=True)
+    parts = [f"{k or 'other'} {s} {n}" for k, s, n in counts.iter_rows()]
+    print(f"items ({items.height}): " + ", ".join(parts))
+    problems = summary.get("file_problems") or []
+    if problems:
+        print(f"file problems ({len(problems)}):")
+        for line in problems[:20]:
+            print(f"  - {line}")
+        if len(problems) > 20:
+            print(f"  ... {len(problems) - 20} more")
+    print(f"items table: {summary['output']}/forecastbench.parquet")

@@ -13,8 +13,8 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "forecastbench"
 
 def test_fixture_rounds_counts_and_kinds() -> None:
     rounds = read_rounds(FIXTURE)
-    assert [r.due_date for r in rounds] == ["2025-08-31", "2026-07-19", "2026-08-02"]
-    old, mid, new = rounds
+    assert [r.due_date for r in rounds] == ["2025-08-31", "2026-03-01", "2026-03-15", "2026-07-19", "2026-08-02"]
+    old, _, _, mid, new = rounds
     assert old.questions == [] and old.errors == ["question_sets/2025-08-31-llm.json: file missing"]
     assert len(old.resolutions) == 360
     assert sum(r.combo for r in old.resolutions.values()) == 180
@@ -38,7 +38,7 @@ def test_fixture_rounds_counts_and_kinds() -> None:
 def test_latest_pointer_skipped_and_range() -> None:
     assert (FIXTURE / "datasets/question_sets/latest-llm.json").is_file()
     assert "latest" not in " ".join(due_dates(FIXTURE))
-    assert [r.due_date for r in read_rounds(FIXTURE, "2026-01-01", "2026-07-31")] == ["2026-07-19"]
+    assert [r.due_date for r in read_rounds(FIXTURE, "2026-03-02", "2026-07-31")] == ["2026-03-15", "2026-07-19"]
 
 
 def _copy(tmp_path: Path) -> Path:
