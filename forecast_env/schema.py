@@ -266,7 +266,7 @@ EVENT_STAGES = ("parse", "layout", "label", "span", "activity", "signal", "split
 EVENT_REASONS: dict[str, tuple[str, ...]] = {
     "parse": ("bad_json", "missing_field", "bad_timestamp", "bad_price", "no_price_history", "duplicate"),
     "layout": ("multi_market_not_negrisk", "no_markets", "negrisk_single_market"),
-    "label": ("unresolved", "multiple_yes", "no_yes", "not_binary", "conflicting"),
+    "label": ("unresolved", "multiple_yes", "no_yes", "not_binary", "conflicting", "no_resolution_row"),
     "span": ("too_short", "same_day"),
     "activity": ("low_faithful_share", "long_unfaithful_run"),
     "signal": ("nearly_certain", "flat_prices"),

@@ -216,13 +216,15 @@ def import_forecastbench(
         raise EventsError(f"{root}: no datasets/ folder; pass a local copy of the forecastbench-datasets "
                           "repository (git clone https://github.com/forecastingresearch/forecastbench-datasets)")
     first, last = fbi.parse_rounds(rounds)
-    read = read_rounds(root, first, last)
+    every = read_rounds(root)  # a question's home split and label come from every round, not the selected ones
+    read = [r for r in every if (first is None or r.due_date >= first) and (last is None or r.due_date <= last)]
     if not read:
         raise EventsError(f"{root}: no ForecastBench round with a due date in {rounds or 'any range'} "
                           "(files datasets/question_sets/YYYY-MM-DD-llm.json, "
                           "datasets/resolution_sets/YYYY-MM-DD_resolution_set.json)")
     fb_splits = Splits.from_config({"splits": cfg["forecastbench"]["splits"]})
-    imp = fbi.import_rounds(read, fb_splits, fbi.polymarket_conditions(ws), int(cfg["schedule"]["buffer_days"]))
+    imp = fbi.import_rounds(read, fb_splits, fbi.polymarket_conditions(ws), int(cfg["schedule"]["buffer_days"]),
+                            fbi.History.of(every))
     run = BuildRun("forecastbench", cfg)
     run.n_in = imp.n_in
     for eid, stage, reason, detail in imp.exclusions:

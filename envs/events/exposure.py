@@ -502,6 +502,19 @@ class _Index:
         return found
 
 
+_FB_ROUND = re.compile(r"^fb-\d{4}-\d{2}-\d{2}-(.+?)(?:-h\d+)?$")
+
+
+def same_question(a: str, b: str) -> bool:
+    """Whether two event ids are one question: the same id, or ForecastBench events of one (source, id) in
+    different rounds or horizons (ids `fb-DUE-source-id[-hH]`): a round's copy restates the same background,
+    which is not another question giving the answer away."""
+    if a == b:
+        return True
+    ma, mb = _FB_ROUND.match(a), _FB_ROUND.match(b)
+    return ma is not None and mb is not None and ma.group(1) == mb.group(1)
+
+
 def _exposures_in(qp: QuestionText, day: date, index: _Index, pairs: set[tuple[str, str]]
                   ) -> dict[str, tuple[str, str, str, tuple[str, ...]]]:
     """{q: (rule, where, words, options)} for every q that `qp`'s text as shown on `day` exposes."""
@@ -511,7 +524,7 @@ def _exposures_in(qp: QuestionText, day: date, index: _Index, pairs: set[tuple[s
     for where, sents in _segments(qp, day):
         for sent in sents:
             for i, j, k in index.option_matches(sent):
-                if k.event_id == qp.event_id:
+                if same_question(k.event_id, qp.event_id):
                     continue
                 mentioned.add(k.event_id)
                 if where == "options":
@@ -524,7 +537,7 @@ def _exposures_in(qp: QuestionText, day: date, index: _Index, pairs: set[tuple[s
             seen_stems = {stem(w) for w in sent}
             for s in seen_stems:
                 for ek in index.event_by_stem.get(s, ()):
-                    if ek.event_id == qp.event_id or ek.event_id in out:
+                    if same_question(ek.event_id, qp.event_id) or ek.event_id in out:
                         continue
                     pairs.add((qp.event_id, ek.event_id))
                     if any(w.isdigit() and len(w) == 4 and 1900 <= int(w) < index.asked[ek.event_id].year

@@ -21,8 +21,11 @@ How ForecastBench's items map to events:
   keeps the round's due date, ForecastBench's forecast date, for scoring (`eval/report/forecastbench.py`).
 * **Not imported** (each item row says why, `status`): combination questions (`combo`), rows of a round whose
   question set lacks the question (`no_question`; e.g. a question set the snapshot did not carry), sources
-  ForecastBench does not score (`unknown_source`). Questions no resolution row resolves are excluded at the
-  label stage as `unresolved` and their items are `pending`: re-import after the resolution sets update.
+  ForecastBench does not score (`unknown_source`). Questions no resolution row resolves (or whose round has
+  no resolution set yet) are excluded at the label stage as `unresolved` and their items are `pending`:
+  re-import after the resolution sets update. A market question that its round's resolution set leaves out
+  (it resolved between the freeze and due dates; ForecastBench drops it) is `label/no_resolution_row` there.
+  A question's label and home split come from EVERY round of the folder (`History`), not the imported ones.
 * **Splits** by due date (`forecastbench.splits` in configs/events.yaml): an event is in the split whose window
   holds its round's due date. A market question takes the split of the FIRST round it appears in: its events of
   rounds in a later split are excluded (`split/crossing_split`), so no eval question's label was trained on. An
@@ -213,11 +216,41 @@ def _outlives(splits: Splits, split: tuple[str, datetime], resolution: date) -> 
     return None
 
 
+@dataclass(frozen=True)
+class History:
+    """What every round of the folder says of each market question (not only the imported rounds): the first
+    due date it appears on (question or resolution row: its home split) and its resolved values."""
+
+    first_due: dict[tuple[str, str], str]
+    resolved: dict[tuple[str, str], list[tuple[str, float]]]  # (resolution date, resolved_to)
+    with_resolution_set: frozenset[str]  # due dates whose resolution set could be read
+
+    @classmethod
+    def of(cls, rounds: list[Round]) -> History:
+        first: dict[tuple[str, str], str] = {}
+        resolved: dict[tuple[str, str], list[tuple[str, float]]] = defaultdict(list)
+        with_set = set()
+        for rnd in sorted(rounds, key=lambda r: r.due_date):
+            if rnd.resolutions:
+                with_set.add(rnd.due_date)
+            keys = [(q.source, q.id) for q in rnd.questions if q.kind == "market" and not q.combo]
+            keys += [(r.source, r.id) for r in rnd.resolutions.values() if r.kind == "market" and not r.combo]
+            for key in keys:
+                first.setdefault(key, rnd.due_date)
+            for r in rnd.resolutions.values():
+                if r.kind == "market" and not r.combo and r.resolved and r.resolved_to is not None:
+                    resolved[(r.source, r.id)].append((r.resolution_date, r.resolved_to))
+        return cls(first, dict(resolved), frozenset(with_set))
+
+
 def import_rounds(rounds: list[Round], splits: Splits, polymarket_conditions: Mapping[str, str],
-                  buffer_days: int = 2) -> Imported:
+                  buffer_days: int = 2, history: History | None = None) -> Imported:
     """Candidates and item rows of `rounds` (oldest first). `polymarket_conditions`: condition id -> the
-    Polymarket event of this workspace that holds it (those ForecastBench questions are duplicates)."""
+    Polymarket event of this workspace that holds it (those ForecastBench questions are duplicates).
+    `history`: every round of the folder (default: `rounds` alone), so that a question's home split and label
+    do not depend on which rounds are imported."""
     out = Imported(buffer_days=buffer_days)
+    history = history or History.of(rounds)
     for rnd in rounds:
         out.errors.extend(rnd.errors)
     # market questions: every round they appear in, with that round's question record
@@ -249,7 +282,8 @@ def import_rounds(rounds: list[Round], splits: Splits, polymarket_conditions: Ma
             else:
                 market_items[(r.source, r.id)].append(item)
     for (source, qid), appearances in sorted(market.items()):
-        _market(out, source, qid, appearances, market_items.get((source, qid), []), splits, polymarket_conditions)
+        _market(out, source, qid, appearances, market_items.get((source, qid), []), splits, polymarket_conditions,
+                history)
     out.counts["combination_rows_skipped"] = sum(1 for i in out.items if i["status"] == "combo")
     out.counts["rows_without_question"] = sum(1 for i in out.items if i["status"] == "no_question")
     return out
@@ -285,14 +319,15 @@ def _dataset(out: Imported, rnd: Round, q: Question, r: Resolution, item: dict[s
 
 
 def _market(out: Imported, source: str, qid: str, appearances: list[tuple[Round, Question, Resolution | None]],
-            items: list[dict[str, Any]], splits: Splits, polymarket_conditions: Mapping[str, str]) -> None:
+            items: list[dict[str, Any]], splits: Splits, polymarket_conditions: Mapping[str, str],
+            history: History) -> None:
     """One event per round the question appears in (see the module docstring: never one event over rounds)."""
     by_due = {i["due_date"]: i for i in items if i["status"] == ""}
     kept_pm = polymarket_conditions.get(qid.lower()) if source == "polymarket" else None
-    resolved = [(r.resolution_date, r.resolved_to) for _, _, r in appearances
-                if r is not None and r.resolved and r.resolved_to is not None]
+    resolved = history.resolved.get((source, qid), [])
     label, reason, detail = _label([v for _, v in resolved]) if resolved else (None, "unresolved", "")
-    home = _split_of(splits, date.fromisoformat(appearances[0][0].due_date))
+    first_due = history.first_due.get((source, qid), appearances[0][0].due_date)
+    home = _split_of(splits, date.fromisoformat(first_due))
     for rnd, q, _ in appearances:
         due = date.fromisoformat(rnd.due_date)
         eid = market_event_id(rnd.due_date, source, qid)
@@ -300,6 +335,15 @@ def _market(out: Imported, source: str, qid: str, appearances: list[tuple[Round,
         item = by_due.get(due)
         if item is not None:
             item["event_id"] = eid
+        elif rnd.due_date not in history.with_resolution_set:
+            out.exclusions.append((eid, "label", "unresolved",
+                                   f"pending: the round {rnd.due_date} has no resolution set yet"))
+            continue
+        else:  # ForecastBench drops a question that resolved between its freeze and due dates from the round
+            out.exclusions.append((eid, "label", "no_resolution_row",
+                                   f"the {rnd.due_date} resolution set has no row for it (ForecastBench does not "
+                                   "score it in this round)"))
+            continue
         if kept_pm is not None:
             if item is not None:
                 item["status"], item["detail"] = "duplicate", f"the Polymarket build's event {kept_pm} holds this market"
@@ -320,7 +364,7 @@ def _market(out: Imported, source: str, qid: str, appearances: list[tuple[Round,
             continue
         if home is None or split[0] != home[0]:
             out.exclusions.append((eid, "split", "crossing_split",
-                                   f"the question first appeared in round {appearances[0][0].due_date} "
+                                   f"the question first appeared in round {first_due} "
                                    f"({home[0] if home else 'no split'}), not in {split[0]}"))
             continue
         late = _outlives(splits, split, date.fromisoformat(min(d for d, _ in resolved)))

@@ -14,6 +14,12 @@ recording, the models and prompt hashes of generate.json and resolve.json, the s
 and the questions config hash. `questions_differences(release, workspace)` names every way a workspace's
 question files depart from it, and `score_run` refuses a run whose workspace departs. A split without
 generated events writes no block (its release.json is what it was before).
+
+A split that holds imported ForecastBench events (event ids `fb-...`, docs/forecastbench.md) likewise freezes, in
+a `forecastbench` block, the split's ForecastBench event ids and the sha256 of the items table
+`WS/events/forecastbench.parquet`, which the report's ForecastBench section scores a run from (the resolved
+values, due dates and freeze values); `score_run` refuses a run whose items table (the run's own copy, else its
+workspace's: the one the report reads) is not that one. A split without them writes no block.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ QUESTION_PATHS = {"accepted": "questions/accepted.jsonl", "recording": "question
 #: The question files a release pins by their sha256 (the key in the `questions` block -> the file).
 QUESTION_FILES = {"accepted_sha256": "accepted", "recording_sha256": "recording"}
 _WHAT = {"accepted": "the accepted questions", "recording": "the model's recorded requests and answers"}
+#: The ForecastBench items table a release pins when its split holds imported ForecastBench events, relative to the
+#: workspace (`envs.events.forecastbench_import.items_path`; `eval.report.forecastbench.ITEMS_FILE`).
+FORECASTBENCH_ITEMS = "events/forecastbench.parquet"
 #: Settings of the questions section that say where and how the model is reached, not what it is asked: they
 #: do not count in the questions config hash (as the Polymarket URLs do not count in the events stage's).
 QUESTIONS_EXECUTION = {"replay": None, "llm": ("base_url", "api_key_env", "timeout_seconds", "max_retries",
@@ -129,6 +138,22 @@ def questions_block(ws: Workspace, event_ids: list[str], config: Mapping[str, An
     }
 
 
+def forecastbench_block(ws: Workspace, event_ids: list[str]) -> dict[str, Any] | None:
+    """What a release pins of the imported ForecastBench events among `event_ids` (None when there are none): their
+    ids and the sha256 of the items table that scores them."""
+    from forecast_env.envs.events.tables import SOURCE_PREFIX
+
+    imported = sorted(e for e in event_ids if e.startswith(SOURCE_PREFIX["forecastbench"]))
+    if not imported:
+        return None
+    path = ws.root / FORECASTBENCH_ITEMS
+    if not path.is_file():
+        raise RunError(f"the split holds {len(imported)} ForecastBench events ({imported[0]}, ...) but {ws.root} "
+                       f"lacks {FORECASTBENCH_ITEMS}: a release pins the items table that scores them; rerun "
+                       "`forecast-env events import --forecastbench REPO`")
+    return {"event_ids": imported, "items_sha256": sha256_file(path)}
+
+
 def write_release(workspace: str | Path, split: str, out: str | Path,
                   env_config: Mapping[str, Any] | None = None, name: str | None = None,
                   questions_config: Mapping[str, Any] | None = None) -> Path:
@@ -158,6 +183,9 @@ def write_release(workspace: str | Path, split: str, out: str | Path,
     block = questions_block(ws, sorted(ids), questions_config)
     if block is not None:  # a split without generated events keeps the release it always had
         body["questions"] = block
+    fb = forecastbench_block(ws, sorted(ids))
+    if fb is not None:  # likewise a split without ForecastBench events
+        body["forecastbench"] = fb
     body["release_id"] = _digest({k: v for k, v in body.items() if k != "versions"})[:16]
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -223,10 +251,27 @@ def questions_differences(release: Release, workspace: str | Path) -> list[str]:
     return out
 
 
+def forecastbench_differences(release: Release, items: Path | None) -> list[str]:
+    """How the ForecastBench items table `items` (None: there is none) departs from the release's `forecastbench`
+    block (empty: it does not, or the release has no ForecastBench events)."""
+    block = release.data.get("forecastbench")
+    if not block:
+        return []
+    got = sha256_file(items) if items is not None and items.is_file() else None
+    if got == block.get("items_sha256"):
+        return []
+    where = items if items is not None else FORECASTBENCH_ITEMS
+    what = "is missing" if got is None else \
+        f"has sha256 {got[:16]}..., the release {str(block.get('items_sha256'))[:16]}..."
+    return [f"forecastbench: {where} {what} (the ForecastBench items that score the run are not those the release "
+            "froze)"]
+
+
 def verify_workspace(release: str | Path | Release, workspace: str | Path) -> None:
-    """Refuse (RunError naming every difference) a workspace whose question files are not the release's."""
+    """Refuse (RunError naming every difference) a workspace whose question files or ForecastBench items table are
+    not the release's."""
     rel = release if isinstance(release, Release) else load_release(release)
-    diff = questions_differences(rel, workspace)
+    diff = questions_differences(rel, workspace) + forecastbench_differences(rel, Path(workspace) / FORECASTBENCH_ITEMS)
     if diff:
         raise RunError(f"workspace {workspace} is not the one release {rel.release_id} froze: " + "; ".join(diff))
 
@@ -240,6 +285,10 @@ def score_run(release: str | Path, run_dir: str | Path, out: str | Path | None =
     diff = differences(rel, run)
     if rel.data.get("questions"):  # the run's workspace must hold the generated questions the release froze
         diff += questions_differences(rel, run.get("workspace") or run_dir.parent.parent)
+    if rel.data.get("forecastbench"):  # the items table the report scores the run from must be the frozen one
+        from forecast_env.eval.report.forecastbench import items_path
+
+        diff += forecastbench_differences(rel, items_path(run_dir))
     if diff:
         raise RunError(f"run {run.get('run_id')} was not made against release {rel.release_id}: " + "; ".join(diff))
     from forecast_env.eval.report.render import build_report

@@ -1,4 +1,5 @@
-"""`forecast-env events build|import|fetch`: event construction from Polymarket or a questions file."""
+"""`forecast-env events build|import|fetch|fetch-forecastbench`: events from Polymarket, ForecastBench or a questions
+file."""
 
 from __future__ import annotations
 
@@ -36,6 +37,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=run_import)
 
     add_fetch_command(events_sub)
+
+    f = events_sub.add_parser(
+        "fetch-forecastbench",
+        help="download ForecastBench question and resolution sets into a folder (resumable)",
+        description="Download the round files (datasets/question_sets/*-llm.json, datasets/resolution_sets/) of "
+        "github.com/forecastingresearch/forecastbench-datasets into DIR, laid out as the repository, for "
+        "`events import --forecastbench DIR`. Files already there with the listing's size and git sha are kept; a "
+        "rerun fetches only what is missing or changed. GitHub's API allows 60 unauthenticated requests an hour "
+        "(a run makes 2): set GITHUB_TOKEN to raise it. Exit status 1 when a file failed (rerun to retry it).",
+    )
+    f.add_argument("--out", required=True, metavar="DIR", help="folder to download into (created if needed)")
+    f.add_argument("--rounds", metavar="A..B", default=None, help="due dates A..B, A.., ..B or A (default: every "
+                   "round)")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_common(f, ["events"])
+    f.set_defaults(func=run_fetch_forecastbench)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -92,6 +109,16 @@ def run_import(args: argparse.Namespace) -> int:
     summary = import_questions(args.questions, args.workspace, config=_config(args), progress=not args.no_progress)
     print_summary(summary)
     return 0
+
+
+def run_fetch_forecastbench(args: argparse.Namespace) -> int:
+    """Handler of `events fetch-forecastbench`: download, print the summary; 1 when a file failed."""
+    from forecast_env.envs.events.forecastbench_fetch import fetch_forecastbench, format_summary
+
+    summary = fetch_forecastbench(args.out, args.rounds, config=section_config(args, "events"),
+                                  progress=not args.no_progress)
+    print(format_summary(summary))
+    return 1 if summary["failed"] else 0
 
 
 def print_forecastbench(summary: Mapping[str, Any]) -> None:

@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", default=None, help="the other mode's run (directory, or id with --workspace) to "
                                                    "show side by side (default: found in the same runs/ folder)")
     p.add_argument("--no-compare", action="store_true", help="show no run of the other mode beside this one")
+    p.add_argument("--forecastbench-fixed-effects", default=None, metavar="FILE",
+                   help="ForecastBench's question fixed effects (CSV, Parquet or its question_fixed_effects JSON) "
+                        "for the ForecastBench section (default: estimated from the run's forecasters)")
     add_common(p, ["benchmark"])
     p.set_defaults(func=report_cmd)
 
@@ -106,7 +109,8 @@ def report_cmd(args: argparse.Namespace) -> int:
 
             given = Workspace.at(args.workspace).runs_dir / args.compare
         compare = given
-    paths = build_report(run_dir, out=args.out, config=section_config(args, "benchmark"), compare=compare)
+    paths = build_report(run_dir, out=args.out, config=section_config(args, "benchmark"), compare=compare,
+                         forecastbench_fixed_effects=args.forecastbench_fixed_effects)
     print(Path(paths["markdown"]).read_text())
     print(f"markdown: {paths['markdown']}\nhtml:     {paths['html']}\njson:     {paths['json']}")
     return 0

@@ -1,8 +1,9 @@
 """Recipes: what a build makes, read from a packaged recipe or a YAML file and validated (docs/recipes.md).
 
 A recipe names the Polymarket window, the CC-NEWS months (or local WARC paths), the splits, the audit
-and the release, plus any `corpus` / `events` / `env` settings, and optionally a `questions` block
-(questions generated from the news, off by default). Its keys are checked by the config validator
+and the release, plus any `corpus` / `events` / `env` settings, and optionally a `forecastbench` block
+(ForecastBench rounds imported as events from a local copy of forecastbench-datasets, off by default) and a
+`questions` block (questions generated from the news, off by default). Its keys are checked by the config validator
 (`forecast_env.config.merge_settings`) with the recipe's `Schema`; its section settings by those
 sections' own schemas when the sections are loaded (`questions.config` by the `questions` section's).
 Packaged recipes: `dojo` (the paper's 15 months) and `small` (2 files per month over 3 months), in
@@ -52,6 +53,8 @@ RECIPE_DEFAULTS: dict[str, Any] = {
     "splits": {split: {"start": None, "end": None} for split in ("train", "eval")},
     "audit": {"split": "eval", "checks": [], "settings": {}},
     "release": {"split": "eval", "name": None, "out": "release"},
+    # ForecastBench rounds imported as events (docs/forecastbench.md): off unless a recipe enables them
+    "forecastbench": {"enabled": False, "repo": None, "rounds": None},
     # questions generated from the news (docs/questions.md): off unless a recipe enables them
     "questions": {"enabled": False, "dates": None, "config": {}},
     "corpus": {}, "events": {}, "env": {},
@@ -83,6 +86,8 @@ RECIPE = Schema(
         "release.name": (str, _NONE),
         "release.out": (str,),
         "questions.dates": (str, _NONE),
+        "forecastbench.repo": (str, _NONE),
+        "forecastbench.rounds": (str, date, _NONE),  # one round may be written as a bare date
     },
     choices={"news.engine": ENGINES, "audit.split": SPLITS, "release.split": ("train", "eval")},
     dates=frozenset({"polymarket.closed_since", "polymarket.closed_before",
@@ -119,6 +124,17 @@ class Recipe:
     def questions_enabled(self) -> bool:
         """Whether the build runs the questions stage (`questions.enabled`)."""
         return bool(self.values["questions"]["enabled"])
+
+    @property
+    def forecastbench_enabled(self) -> bool:
+        """Whether the build runs the forecastbench stage (`forecastbench.enabled`)."""
+        return bool(self.values["forecastbench"]["enabled"])
+
+    @property
+    def forecastbench_repo(self) -> Path | None:
+        """The `forecastbench.repo` folder as an absolute path (relative: to the current folder); None when unset."""
+        repo = self.values["forecastbench"]["repo"]
+        return Path(repo).expanduser().resolve() if repo else None
 
     @property
     def name(self) -> str:
@@ -203,6 +219,7 @@ def load_recipe(name_or_file: str | Path, overrides: Sequence[str] = ()) -> Reci
         given.update(dict(parse_override(o) for o in routed[section]))  # --set after the recipe's own
         sections[section] = load_config(section, overrides=given)
     questions = _questions_section(values["questions"], routed[QUESTIONS_SECTION], where)
+    _check_forecastbench(values["forecastbench"], where)
     return Recipe(values, sections["corpus"], sections["events"], sections["env"], str(name_or_file), questions)
 
 
@@ -212,6 +229,38 @@ def _check_questions_config(update: dict[str, Any], where: str) -> None:
     config = block.get("config") if isinstance(block, dict) else None
     if config:  # merge_settings(RECIPE) has made sure it is a mapping
         merge_settings(QUESTIONS_CONFIG, copy.deepcopy(default_config(QUESTIONS_SECTION)), config, where)
+
+
+def _check_forecastbench(block: dict[str, Any], where: str) -> None:
+    """An enabled `forecastbench` block names a local forecastbench-datasets copy (`repo`, a folder with
+    datasets/) and, optionally, rounds `A..B` (due dates) that select at least one round there."""
+    if not block["enabled"]:
+        return
+    if not block["repo"]:
+        raise ConfigError(f"{where}: forecastbench.repo is missing: the forecastbench stage reads a local copy of "
+                          "the forecastbench-datasets repository (forecastbench.repo: PATH; git clone "
+                          "https://github.com/forecastingresearch/forecastbench-datasets)")
+    repo = Path(block["repo"]).expanduser()
+    if not (repo / "datasets").is_dir():
+        what = "does not exist" if not repo.exists() else "has no datasets/ folder"
+        raise ConfigError(f"{where}: recipe key 'forecastbench.repo' = {block['repo']!r} {what}: give a local copy "
+                          "of the forecastbench-datasets repository (a folder with datasets/question_sets and "
+                          "datasets/resolution_sets)")
+    from forecast_env.envs.events.forecastbench import due_dates
+    from forecast_env.envs.events.forecastbench_import import parse_rounds
+    from forecast_env.errors import EventsError
+
+    rounds = block["rounds"]
+    try:
+        first, last = parse_rounds(rounds)
+    except EventsError as exc:
+        raise ConfigError(f"{where}: recipe key 'forecastbench.rounds' = {rounds!r} is not A..B, A.., ..B or A "
+                          "(due dates YYYY-MM-DD, the first not after the last; e.g. 2026-03-01..2026-03-15)") from exc
+    found = due_dates(repo)
+    if not any((first is None or d >= first) and (last is None or d <= last) for d in found):
+        have = f"due dates there: {found[0]}..{found[-1]}" if found else "it holds no round file"
+        raise ConfigError(f"{where}: recipe key 'forecastbench.rounds' = {rounds!r} selects no round of "
+                          f"{repo / 'datasets'} ({have})")
 
 
 def _questions_section(block: dict[str, Any], overrides: Sequence[str], where: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 from forecast_env.corpus_build.rates import MERGE_BYTES_PER_ARTICLE, MERGE_SECONDS_PER_MILLION, merge_estimate
 from forecast_env.rates import Rate, read_rates
 from forecast_env.recipe.load import Recipe
-from forecast_env.recipe.run import build_dir
+from forecast_env.recipe.run import build_dir, forecastbench_files
 from forecast_env.store import atomic_write_json
 
 #: The paper's corpus: 7,163 CC-NEWS files over 15 months (2025-03..2026-05), ~1 GB each, ~20M kept
@@ -66,6 +66,8 @@ INDEX_SEARCH_BYTES = _RATES["index.search_memory"].value
 #: closed events per month (estimates), at `events.polymarket.requests_per_second`.
 EST_REQUESTS_PER_EVENT = 8
 EST_EVENTS_PER_MONTH = 6_000
+#: Core-hours of the events stage per month of events (estimate: the screen searches the index per event).
+EST_EVENTS_CORE_HOURS_PER_MONTH = 0.05
 #: HEAD requests per month in a dry run (the mean size of these stands for the month's files).
 HEAD_SAMPLE_PER_MONTH = 3
 
@@ -361,6 +363,7 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
         if active != "paper" else ")")
     embed, ivf = PLAN_RATES["embed"], PLAN_RATES["ivf"]
     questions = [_questions_cost(recipe)] if recipe.questions_enabled else []
+    forecastbench = [forecastbench_cost(recipe)] if recipe.forecastbench_enabled else []
     return [
         {"stage": "fetch", "core_hours": 0.0, "wall_hours": requests / rps / 3600, "memory": 0.3e9,
          "disk": requests * 20e3, "basis": f"{requests:,} requests at {rps:g}/s ({est}: events per month)",
@@ -381,13 +384,62 @@ def _stage_costs(recipe: Recipe, plan: Plan) -> list[dict[str, Any]]:
          "basis": f"embedding {embed.value:g} {embed.unit} (int8-static ONNX, {embed.measured_on}; {_ref('embed')}) "
                   f"+ IVF training ({ivf.value * 1e6:g} core-s per million articles, {ivf.measured_on}; {_ref('ivf')})",
          "rates": ["embed", "ivf"]},
-        {"stage": "events", "core_hours": 0.05 * max(1, n_months), "memory": 2e9, "disk": 0.5e9,
-         "basis": f"{est}: the screen searches the index per scheduled event", "rates": []},
+        {"stage": "events", "core_hours": EST_EVENTS_CORE_HOURS_PER_MONTH * max(1, n_months), "memory": 2e9,
+         "disk": 0.5e9, "basis": f"{est}: the screen searches the index per scheduled event", "rates": []},
+        *forecastbench,
         *questions,
         {"stage": "audit", "core_hours": 0.1, "memory": 2e9, "disk": 0.01e9, "basis": f"{est}", "rates": []},
         {"stage": "release", "core_hours": 0.0, "memory": 0.5e9, "disk": 0.001e9, "basis": "one JSON file",
          "rates": []},
     ]
+
+
+#: Disk per ForecastBench event (its rows in the events tables and the items table; estimate).
+EST_FORECASTBENCH_BYTES_PER_EVENT = 2e3
+
+
+def forecastbench_cost(recipe: Recipe) -> dict[str, Any]:
+    """The forecastbench stage's row: its rounds, the round files under `forecastbench.repo`, and the candidate
+    events counted from the resolution sets (a JSON read of those files only: market questions once per round,
+    dataset items once per horizon, combination rows left out; the filters, labels, screen and Polymarket
+    duplicates then drop some). No model: the screen's judge is the events config's. Core-hours at the events
+    stage's per-event estimate."""
+    from forecast_env.envs.events.forecastbench import MARKET_SOURCES, QUESTION_SETS, RESOLUTION_SETS
+
+    repo = recipe.forecastbench_repo
+    assert repo is not None  # load_recipe refuses an enabled block without it
+    files = forecastbench_files(repo, recipe.get("forecastbench.rounds"))
+    names = {rel for rel, _, _ in files}
+    rounds = sorted({Path(rel).name[:10] for rel in names})
+    no_questions = [d for d in rounds if f"{QUESTION_SETS}/{d}-llm.json" not in names]
+    events, unread = 0, []
+    for d in rounds:
+        rel = f"{RESOLUTION_SETS}/{d}_resolution_set.json"
+        if rel not in names or d in no_questions:  # a round without a question set imports nothing
+            continue
+        try:
+            rows = json.loads((repo / rel).read_bytes())["resolutions"]
+            single = [r for r in rows if isinstance(r, dict) and isinstance(r.get("id"), str)]
+        except (OSError, ValueError, KeyError, TypeError):  # an LFS pointer, a truncated file: the import says
+            unread.append(d)
+            continue
+        events += len({(r.get("source"), r["id"]) for r in single if r.get("source") in MARKET_SOURCES})
+        events += sum(1 for r in single if r.get("source") not in MARKET_SOURCES)
+    nbytes = sum(size for _, size, _ in files)
+    per_event = EST_EVENTS_CORE_HOURS_PER_MONTH / EST_EVENTS_PER_MONTH
+    span = f"{rounds[0]}..{rounds[-1]}" if rounds else "none"
+    basis = (f"{len(rounds)} round(s) {span}, {len(files)} files ({_human(nbytes)}) under {repo / 'datasets'}; "
+             f"{events:,} candidate events from the resolution sets (market questions once per round, dataset "
+             "items per horizon; before the filters, labels, screen and Polymarket duplicates)")
+    if no_questions:
+        basis += f"; no question set for {', '.join(no_questions)}: those rounds import nothing"
+    if unread:
+        basis += f"; resolution sets of {', '.join(unread)} not read: counted when run"
+    return {"stage": "forecastbench", "core_hours": events * per_event, "memory": 2e9,
+            "disk": events * EST_FORECASTBENCH_BYTES_PER_EVENT, "rounds": rounds, "files": len(files),
+            "bytes": nbytes, "events": events, "events_uncounted": unread, "model_tokens": 0,
+            "basis": basis + f"; estimate: the events stage's {per_event * 3600:.2g} core-s per event, no model",
+            "rates": []}
 
 
 #: Disk per seed of the questions stage (the recording, drafts and questions files; estimate).

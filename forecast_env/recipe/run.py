@@ -1,11 +1,12 @@
 """The build: every stage of a recipe not already done, in order (docs/recipes.md "Stages").
 
-The stages: events fetch, corpus, index, events, questions, audit, release. Each one writes a record
-`WS/build/<stage>.json` holding the fingerprint of its inputs when it finishes, and is skipped when
+The stages: events fetch, corpus, index, events, forecastbench, questions, audit, release. Each one writes a
+record `WS/build/<stage>.json` holding the fingerprint of its inputs when it finishes, and is skipped when
 that record matches and its artifact is on disk, so a second run does nothing and a killed run
-resumes at the stage it was in (each stage is itself resumable). The questions stage (questions
-generated from the news, `forecast_env.questions`) is optional: a recipe without `questions.enabled`
-reports it `disabled` and its other stages compare what they always compared.
+resumes at the stage it was in (each stage is itself resumable). The forecastbench stage (ForecastBench rounds
+imported as events from a local copy of forecastbench-datasets) and the questions stage (questions generated
+from the news, `forecast_env.questions`) are optional: a recipe that does not enable one reports it `disabled`
+and its other stages compare what they always compared.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ EXIT_AUDIT_FAIL = 3  #: everything built, the audit FAILED: no release is writte
 EXIT_ITEMS_FAILED = 4  #: some files or Polymarket items could not be fetched (rerun; or --allow-failed)
 EXIT_DISK_FULL = DISK_FULL_EXIT  #: the disk is full: free space and rerun (the CLI maps every command's ENOSPC)
 
-STAGES = ("fetch", "corpus", "index", "events", "questions", "audit", "release")
+STAGES = ("fetch", "corpus", "index", "events", "forecastbench", "questions", "audit", "release")
 #: Stages a recipe runs only when it enables them (the recipe key that does).
-OPTIONAL_STAGES = {"questions": "questions.enabled"}
+OPTIONAL_STAGES = {"forecastbench": "forecastbench.enabled", "questions": "questions.enabled"}
 RECORD_VERSION = 1
 
 
@@ -251,12 +252,19 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     if stop_after == "events":
         return _outcome(r, ws, failed_items)
 
-    # 5. questions generated from the news (optional): generate, then resolve (the accepted become events)
-    after_questions = _questions_stage(r, recipe, ws, progress)
+    # 5. ForecastBench rounds (optional), beside the Polymarket events: after them, since the import drops the
+    # ForecastBench questions whose market a Polymarket event holds
+    after_forecastbench = _forecastbench_stage(r, recipe, ws, progress)
+    if stop_after == "forecastbench":
+        return _outcome(r, ws, failed_items)
+
+    # 6. questions generated from the news (optional): generate, then resolve (the accepted become events)
+    after_questions = _questions_stage(r, recipe, ws, progress, after_forecastbench)
+    after_questions = {**after_forecastbench, **after_questions}
     if stop_after == "questions":
         return _outcome(r, ws, failed_items)
 
-    # 6. the audit (a FAIL is a result, recorded like a PASS)
+    # 7. the audit (a FAIL is a result, recorded like a PASS)
     au = recipe.values["audit"]
 
     def audit() -> tuple[dict[str, Any], bool]:
@@ -273,7 +281,7 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     if stop_after == "audit":
         return _outcome(r, ws, failed_items, verdict)
 
-    # 7. the release (not written when the audit failed)
+    # 8. the release (not written when the audit failed)
     from forecast_env.eval.audit.run import FAIL
 
     rel = recipe.values["release"]
@@ -301,11 +309,69 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     return _outcome(r, ws, failed_items, verdict, res.result.get("path"))
 
 
-def _questions_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool) -> dict[str, Any]:
+def forecastbench_files(repo: Path, rounds: str | None) -> list[tuple[str, int, int]]:
+    """The round files the forecastbench stage reads: (path under `repo`, size, mtime in ns) of the question and
+    resolution sets of every round whose due date is in `rounds` (A..B; None: all), oldest first."""
+    from forecast_env.envs.events.forecastbench import QUESTION_SETS, RESOLUTION_SETS, due_dates
+    from forecast_env.envs.events.forecastbench_import import parse_rounds
+
+    first, last = parse_rounds(rounds)
+    out = []
+    for due in due_dates(repo):
+        if (first is None or due >= first) and (last is None or due <= last):
+            for rel in (f"{QUESTION_SETS}/{due}-llm.json", f"{RESOLUTION_SETS}/{due}_resolution_set.json"):
+                path = repo / rel
+                if path.is_file():
+                    st = path.stat()
+                    out.append((rel, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def _forecastbench_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool) -> dict[str, Any]:
+    """The forecastbench stage: import the recipe's ForecastBench rounds as events when it enables them (skipped
+    when its record matches: the same events record, repo, rounds and round files, by size and mtime).
+
+    Runs after the events stage and again whenever that one ran: the import excludes the questions whose market a
+    Polymarket event holds, and a rebuilt Polymarket set may hold other markets (the events build's own
+    `drop_duplicates` only removes, it never restores one it dropped before) and its config is the import's.
+    Returns what the later stages add to their inputs (as `_questions_stage`).
+    """
+    if not recipe.forecastbench_enabled:
+        note = "disabled in the recipe (forecastbench.enabled: false)"
+        if read_record(ws, "forecastbench") is not None:
+            note += f"; {ws / 'events'} still holds the ForecastBench events an earlier build imported"
+        r.say(f"[forecastbench] {note}")
+        r.results.append(StageResult("forecastbench", "disabled", note=note))
+        return {}
+    repo = recipe.forecastbench_repo
+    assert repo is not None  # load_recipe refuses an enabled block without it
+    rounds = recipe.get("forecastbench.rounds")
+    inputs = {"events": r.prints["events"], "repo": str(repo), "rounds": rounds,
+              "files": [list(f) for f in forecastbench_files(repo, rounds)],
+              # a rebuilt events folder (same fingerprint) lost the imported events: import them again
+              "events_finished": (read_record(ws, "events") or {}).get("finished")}
+
+    def forecastbench() -> tuple[dict[str, Any], bool]:
+        from forecast_env.envs.events.build import import_forecastbench
+
+        s = import_forecastbench(repo, ws, rounds=rounds, config=recipe.events, progress=progress)
+        for line in s.get("file_problems") or []:
+            r.say(f"[forecastbench] {line}")
+        return {"rounds": list(s.get("rounds") or []), "events_in": s.get("events_in"), "kept": s.get("kept"),
+                "by_split": s.get("by_split"), "file_problems": len(s.get("file_problems") or [])}, True
+
+    r.stage("forecastbench", inputs, ws / "events" / "forecastbench.parquet", forecastbench)
+    return {"forecastbench": r.prints["forecastbench"]}
+
+
+def _questions_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool,
+                     after: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The questions stage: generate and resolve when the recipe enables it (skipped when its record matches).
 
-    Returns what the later stages add to their inputs: the stage's fingerprint when it is enabled, nothing when
-    it is not (so a recipe without questions keeps the audit and release records it always had).
+    `after`: what the stages before it add to their inputs (the forecastbench stage's fingerprint when enabled:
+    the generated events are cut against the stored ones). Returns what the later stages add to their inputs:
+    the stage's fingerprint when it is enabled, nothing when it is not (so a recipe without questions keeps the
+    audit and release records it always had).
     """
     if not recipe.questions_enabled:
         note = "disabled in the recipe (questions.enabled: false)"
@@ -321,7 +387,7 @@ def _questions_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool) -> di
     inputs = {"events": r.prints["events"], "index": r.prints["index"], "dates": dates,
               "config": questions_config_hash(recipe.questions),
               # a rebuilt events folder (same fingerprint) lost the generated events: import them again
-              "events_finished": (read_record(ws, "events") or {}).get("finished")}
+              "events_finished": (read_record(ws, "events") or {}).get("finished"), **(after or {})}
 
     def questions() -> tuple[dict[str, Any], bool]:
         from forecast_env.questions.generate import generate_questions
@@ -373,10 +439,11 @@ def _outcome(r: _Runner, ws: Path, failed_items: bool, verdict: str | None = Non
 def render_outcome(outcome: BuildOutcome) -> str:
     """The stage table and the verdict, for the terminal."""
     total = sum(s.seconds for s in outcome.stages) or 1.0
-    lines = [f"{'stage':9s} {'status':12s} {'seconds':>9s} {'share':>6s} {'CPU s':>8s}  result"]
+    width = max([9, *(len(s.stage) for s in outcome.stages)])  # `forecastbench`
+    lines = [f"{'stage':{width}s} {'status':12s} {'seconds':>9s} {'share':>6s} {'CPU s':>8s}  result"]
     for s in outcome.stages:
         brief = ", ".join(f"{k}={v}" for k, v in s.result.items() if not isinstance(v, (list, dict)))[:100]
-        lines.append(f"{s.stage:9s} {s.status:12s} {s.seconds:9.1f} {100 * s.seconds / total:5.1f}% "
+        lines.append(f"{s.stage:{width}s} {s.status:12s} {s.seconds:9.1f} {100 * s.seconds / total:5.1f}% "
                      f"{s.cpu_seconds:8.1f}  {brief or s.note}")
     if outcome.verdict:
         lines.append(f"audit verdict: {outcome.verdict}")

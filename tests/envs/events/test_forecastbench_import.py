@@ -82,6 +82,9 @@ def test_items_and_events_of_the_fixture_rounds(imported: Path) -> None:
     assert excl.group_by("stage", "reason").len().rows() == [("label", "unresolved", N_PENDING_ROWS)]
     # the Polymarket build's events are untouched
     assert tables.events.filter(pl.col("source") == "polymarket").height == load_events_count(imported)
+    # the cross-question exposure pass saw every question of the workspace: these and the Polymarket ones
+    rule = json.loads((imported / "events" / "report.json").read_text())["forecastbench"]["schedule_rules"]
+    assert rule["cross_question"]["visible_questions"] == tables.events.height
 
 
 def _raw_question(source: str, qid: str) -> str:
@@ -341,3 +344,65 @@ def test_an_imported_round_plays_end_to_end(imported: Path, tmp_path: Path) -> N
     assert all(eid in prompts for eid in fb_ids[:5]) and out
     audit = run_audit(imported, "eval", checks=["schedule", "text", "siblings"], settings=FAST)
     assert audit.verdict != "FAIL", audit.to_markdown()[:2000]
+
+
+def test_report_cli_takes_supplied_fixed_effects(imported: Path, tmp_path: Path) -> None:
+    """ForecastBench's own question effects, from a file: the section says so and uses them."""
+    from forecast_env.eval.runs.runner import run_benchmark
+
+    fb_ids = load_events(imported).events.filter(pl.col("source") == "forecastbench")["event_id"].to_list()
+    run = run_benchmark(imported, agents=["uniform"], split="eval", event_ids=fb_ids[:20], workers=1,
+                        progress=False, run_id="fe")
+    items = read_items(imported).filter(pl.col("status") == "scored")
+    fe = tmp_path / "fe.csv"
+    items.select("question_pk", question_fixed_effect=pl.lit(0.01)).write_csv(fe)
+    out = tmp_path / "report"
+    out.mkdir()
+    assert main(["report", "--run", str(run), "--out", str(out), "--no-compare",
+                 "--forecastbench-fixed-effects", str(fe)]) == 0
+    section = json.loads((out / "report.json").read_text())["forecastbench"]
+    assert section["fixed_effects"].startswith("supplied")
+    assert main(["report", "--run", str(run), "--out", str(out), "--no-compare",
+                 "--forecastbench-fixed-effects", str(tmp_path / "missing.csv")]) != 0
+
+
+def test_home_split_and_missing_rows_use_every_round(ws: Path, tmp_path: Path) -> None:
+    """Importing one round gives its questions the split and label that every round of the folder gives them;
+    a question missing from its round's resolution set is not an event of that round."""
+    cfg = {"forecastbench": {"splits": {"train": {"start": "2025-01-01", "end": "2026-03-10"},
+                                        "eval": {"start": "2026-03-10", "end": "2027-01-01"}}}, **NO_SCREEN}
+    import_forecastbench(FIXTURE, ws, rounds="2026-03-15", config=cfg, progress=False)
+    excl = _fb(load_events(ws).excluded)
+    # its market questions first appeared on 2026-03-01 (train), a round not imported
+    assert excl.filter(pl.col("reason") == "crossing_split").height == N_MARKET_ROWS // 2 - 2
+    root = _fixture_copy(tmp_path)
+    doc = json.loads((root / "datasets/resolution_sets/2026-03-15_resolution_set.json").read_text())
+    dropped = next(r for r in doc["resolutions"] if r["resolved"])
+    _edit(root, "resolution_sets/2026-03-15_resolution_set.json",
+          lambda d: d.update(resolutions=[r for r in d["resolutions"] if r["id"] != dropped["id"]]))
+    import_forecastbench(root, ws, rounds=ROUNDS, config=NO_SCREEN, progress=False)
+    excl = _fb(load_events(ws).excluded)
+    row = excl.filter(pl.col("event_id").str.ends_with(f"-{safe_id(dropped['id'])}")
+                      & pl.col("event_id").str.starts_with("fb-2026-03-15-"))
+    assert row.select("stage", "reason").rows() == [("label", "no_resolution_row")]
+    # the same question's 2026-03-01 event stays, labelled from the other round
+    kept = load_events(ws).events.filter(pl.col("event_id").str.ends_with(f"-{safe_id(dropped['id'])}"))
+    assert kept["event_id"].str.starts_with("fb-2026-03-01-").all() and kept.height == 1
+    # a round with no resolution set at all: its questions are pending
+    (root / "datasets/resolution_sets/2026-03-15_resolution_set.json").unlink()
+    import_forecastbench(root, ws, rounds=ROUNDS, config=NO_SCREEN, progress=False)
+    excl = _fb(load_events(ws).excluded).filter(pl.col("event_id").str.starts_with("fb-2026-03-15-"))
+    assert set(excl["reason"].to_list()) == {"unresolved"} and excl.height == N_MARKET_ROWS // 2
+
+
+def test_same_question_across_rounds_is_not_another_question() -> None:
+    """The exposure pass skips a ForecastBench question's own copies (other rounds, other horizons): a round's
+    copy restates the same background (seen on the full data: metaculus 40849 "exposed" by itself)."""
+    from forecast_env.envs.events.exposure import same_question
+
+    assert same_question("fb-2026-03-01-metaculus-40849", "fb-2026-03-15-metaculus-40849")
+    assert same_question("fb-2026-03-01-fred-ANFCI-h7", "fb-2026-03-15-fred-ANFCI-h30")
+    assert not same_question("fb-2026-03-01-metaculus-40849", "fb-2026-03-01-metaculus-42472")
+    assert not same_question("fb-2026-03-01-fred-ANFCI-h7", "fb-2026-03-01-fred-DGS10-h7")
+    assert not same_question("pm-1", "pm-2") and same_question("pm-1", "pm-1")
+    assert not same_question("fb-2026-03-01-polymarket-abc", "q-polymarket-abc")
