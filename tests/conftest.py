@@ -173,6 +173,7 @@ LONG = (
     "tests/eval/test_acceptance.py::test_retrieval_beats_uniform_on_one_world",  # builds and plays the gate world
     "tests/workspace/test_s3_workspace.py",
     "tests/recipe/test_build_recipe.py",
+    "tests/recipe/test_forecastbench_stage.py",
     "tests/corpus_build/test_embed.py",
     "tests/adapters/test_verifiers.py",
     "tests/system/crash/test_crash.py",

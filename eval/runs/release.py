@@ -251,19 +251,18 @@ def questions_differences(release: Release, workspace: str | Path) -> list[str]:
     return out
 
 
-def forecastbench_differences(release: Release, items: Path | None) -> list[str]:
-    """How the ForecastBench items table `items` (None: there is none) departs from the release's `forecastbench`
-    block (empty: it does not, or the release has no ForecastBench events)."""
+def forecastbench_differences(release: Release, items: Path) -> list[str]:
+    """How the ForecastBench items table `items` departs from the release's `forecastbench` block (empty: it does
+    not, or the release has no ForecastBench events)."""
     block = release.data.get("forecastbench")
     if not block:
         return []
-    got = sha256_file(items) if items is not None and items.is_file() else None
+    got = sha256_file(items) if items.is_file() else None
     if got == block.get("items_sha256"):
         return []
-    where = items if items is not None else FORECASTBENCH_ITEMS
     what = "is missing" if got is None else \
         f"has sha256 {got[:16]}..., the release {str(block.get('items_sha256'))[:16]}..."
-    return [f"forecastbench: {where} {what} (the ForecastBench items that score the run are not those the release "
+    return [f"forecastbench: {items} {what} (the ForecastBench items that score the run are not those the release "
             "froze)"]
 
 
@@ -288,7 +287,8 @@ def score_run(release: str | Path, run_dir: str | Path, out: str | Path | None =
     if rel.data.get("forecastbench"):  # the items table the report scores the run from must be the frozen one
         from forecast_env.eval.report.forecastbench import items_path
 
-        diff += forecastbench_differences(rel, items_path(run_dir))
+        workspace = Path(run.get("workspace") or run_dir.parent.parent)
+        diff += forecastbench_differences(rel, items_path(run_dir) or workspace / FORECASTBENCH_ITEMS)
     if diff:
         raise RunError(f"run {run.get('run_id')} was not made against release {rel.release_id}: " + "; ".join(diff))
     from forecast_env.eval.report.render import build_report

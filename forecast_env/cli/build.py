@@ -1,6 +1,7 @@
 """`forecast-env build --recipe NAME|FILE --workspace WS [--dry-run]`: a whole benchmark from one recipe.
 
-The stages (events fetch, corpus, index, events, the optional questions, audit, release) and their "already done" records
+The stages (events fetch, corpus, index, events, the optional forecastbench and questions, audit, release) and their
+"already done" records
 live in `forecast_env.recipe`; this module is the shell. Exit statuses (docs/recipes.md):
 0 built (audit PASS or INCONCLUSIVE), 1 internal error, 2 bad input, 3 the audit FAILED (no
 release written), 4 some files or Polymarket items could not be fetched (rerun, or --allow-failed).

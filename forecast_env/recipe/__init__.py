@@ -1,4 +1,5 @@
-"""A whole benchmark from one recipe: events fetch, corpus, index, events, questions (optional), audit, release.
+"""A whole benchmark from one recipe: events fetch, corpus, index, events, forecastbench (optional), questions
+(optional), audit, release.
 
 The build orchestration, above every stage: `load` reads and validates a recipe (a packaged one,
 `dojo` or `small`, or a YAML file), `run` runs its stages in order and skips those already done, and

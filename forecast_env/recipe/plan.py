@@ -399,45 +399,41 @@ EST_FORECASTBENCH_BYTES_PER_EVENT = 2e3
 
 
 def forecastbench_cost(recipe: Recipe) -> dict[str, Any]:
-    """The forecastbench stage's row: its rounds, the round files under `forecastbench.repo`, and the candidate
-    events counted from the resolution sets (a JSON read of those files only: market questions once per round,
-    dataset items once per horizon, combination rows left out; the filters, labels, screen and Polymarket
-    duplicates then drop some). No model: the screen's judge is the events config's. Core-hours at the events
+    """The forecastbench stage's row: its rounds, their files under `forecastbench.repo`, and the candidate events
+    those rounds give, counted as the import counts them (`forecastbench_import.import_rounds` over the rounds read
+    by the import's own reader: market questions once per round they appear in, dataset items once per horizon,
+    combination rows and rows without a question left out; its filters, labels, screen and Polymarket duplicates
+    then drop some). Reading the rounds' JSON is the whole cost (no screen, no model). Core-hours at the events
     stage's per-event estimate."""
-    from forecast_env.envs.events.forecastbench import MARKET_SOURCES, QUESTION_SETS, RESOLUTION_SETS
+    from forecast_env.envs.events.forecastbench import read_rounds
+    from forecast_env.envs.events.forecastbench_import import import_rounds, parse_rounds
+    from forecast_env.envs.events.splits import Splits
 
     repo = recipe.forecastbench_repo
     assert repo is not None  # load_recipe refuses an enabled block without it
-    files = forecastbench_files(repo, recipe.get("forecastbench.rounds"))
-    names = {rel for rel, _, _ in files}
-    rounds = sorted({Path(rel).name[:10] for rel in names})
-    no_questions = [d for d in rounds if f"{QUESTION_SETS}/{d}-llm.json" not in names]
-    events, unread = 0, []
-    for d in rounds:
-        rel = f"{RESOLUTION_SETS}/{d}_resolution_set.json"
-        if rel not in names or d in no_questions:  # a round without a question set imports nothing
-            continue
-        try:
-            rows = json.loads((repo / rel).read_bytes())["resolutions"]
-            single = [r for r in rows if isinstance(r, dict) and isinstance(r.get("id"), str)]
-        except (OSError, ValueError, KeyError, TypeError):  # an LFS pointer, a truncated file: the import says
-            unread.append(d)
-            continue
-        events += len({(r.get("source"), r["id"]) for r in single if r.get("source") in MARKET_SOURCES})
-        events += sum(1 for r in single if r.get("source") not in MARKET_SOURCES)
+    rounds = recipe.get("forecastbench.rounds")
+    files = forecastbench_files(repo, rounds)
+    every = forecastbench_files(repo)
+    read = read_rounds(repo, *parse_rounds(rounds))
+    fb = recipe.events["forecastbench"]
+    imp = import_rounds(read, Splits.from_config({"splits": fb["splits"]}), {},
+                        int(recipe.events["schedule"]["buffer_days"]))
+    events, due = imp.n_in, [r.due_date for r in read]
     nbytes = sum(size for _, size, _ in files)
     per_event = EST_EVENTS_CORE_HOURS_PER_MONTH / EST_EVENTS_PER_MONTH
-    span = f"{rounds[0]}..{rounds[-1]}" if rounds else "none"
-    basis = (f"{len(rounds)} round(s) {span}, {len(files)} files ({_human(nbytes)}) under {repo / 'datasets'}; "
-             f"{events:,} candidate events from the resolution sets (market questions once per round, dataset "
-             "items per horizon; before the filters, labels, screen and Polymarket duplicates)")
-    if no_questions:
-        basis += f"; no question set for {', '.join(no_questions)}: those rounds import nothing"
-    if unread:
-        basis += f"; resolution sets of {', '.join(unread)} not read: counted when run"
+    span = f"{due[0]}..{due[-1]}" if due else "none"
+    basis = (f"{len(due)} round(s) {span}, {len(files)} files ({_human(nbytes)}) under {repo / 'datasets'}; "
+             f"{events:,} candidate events (market questions once per round, dataset items per horizon; before the "
+             "filters, labels, screen and Polymarket duplicates)")
+    if len(every) > len(files):
+        basis += (f"; the labels and home splits read every round's files ({len(every)}, "
+                  f"{_human(sum(size for _, size, _ in every))})")
+    if imp.errors:
+        basis += f"; {len(imp.errors)} file problem(s): {'; '.join(imp.errors[:2])}" + ("; ..." if len(imp.errors) > 2
+                                                                                       else "")
     return {"stage": "forecastbench", "core_hours": events * per_event, "memory": 2e9,
-            "disk": events * EST_FORECASTBENCH_BYTES_PER_EVENT, "rounds": rounds, "files": len(files),
-            "bytes": nbytes, "events": events, "events_uncounted": unread, "model_tokens": 0,
+            "disk": events * EST_FORECASTBENCH_BYTES_PER_EVENT, "rounds": due, "files": len(files),
+            "bytes": nbytes, "events": events, "file_problems": list(imp.errors), "model_tokens": 0,
             "basis": basis + f"; estimate: the events stage's {per_event * 3600:.2g} core-s per event, no model",
             "rates": []}
 

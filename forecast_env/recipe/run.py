@@ -309,9 +309,9 @@ def run_recipe(recipe: Recipe, workspace: str | Path, *, progress: bool = True, 
     return _outcome(r, ws, failed_items, verdict, res.result.get("path"))
 
 
-def forecastbench_files(repo: Path, rounds: str | None) -> list[tuple[str, int, int]]:
-    """The round files the forecastbench stage reads: (path under `repo`, size, mtime in ns) of the question and
-    resolution sets of every round whose due date is in `rounds` (A..B; None: all), oldest first."""
+def forecastbench_files(repo: Path, rounds: str | None = None) -> list[tuple[str, int, int]]:
+    """The round files of `repo`: (path under `repo`, size, mtime in ns) of the question and resolution sets of
+    every round whose due date is in `rounds` (A..B; None: every round), oldest first."""
     from forecast_env.envs.events.forecastbench import QUESTION_SETS, RESOLUTION_SETS, due_dates
     from forecast_env.envs.events.forecastbench_import import parse_rounds
 
@@ -329,7 +329,8 @@ def forecastbench_files(repo: Path, rounds: str | None) -> list[tuple[str, int, 
 
 def _forecastbench_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool) -> dict[str, Any]:
     """The forecastbench stage: import the recipe's ForecastBench rounds as events when it enables them (skipped
-    when its record matches: the same events record, repo, rounds and round files, by size and mtime).
+    when its record matches: the same events record, repo, rounds and round files, by size and mtime: every round's
+    files, since the import reads every round of the folder for a market question's label and home split).
 
     Runs after the events stage and again whenever that one ran: the import excludes the questions whose market a
     Polymarket event holds, and a rebuilt Polymarket set may hold other markets (the events build's own
@@ -347,7 +348,7 @@ def _forecastbench_stage(r: _Runner, recipe: Recipe, ws: Path, progress: bool) -
     assert repo is not None  # load_recipe refuses an enabled block without it
     rounds = recipe.get("forecastbench.rounds")
     inputs = {"events": r.prints["events"], "repo": str(repo), "rounds": rounds,
-              "files": [list(f) for f in forecastbench_files(repo, rounds)],
+              "files": [list(f) for f in forecastbench_files(repo)],
               # a rebuilt events folder (same fingerprint) lost the imported events: import them again
               "events_finished": (read_record(ws, "events") or {}).get("finished")}
 

@@ -33,8 +33,9 @@ from forecast_env.recipe import (
 from forecast_env.synth import serve_polymarket as sp
 
 pytestmark = pytest.mark.slow
-#: the stages these recipes run: the optional questions stage is off (reported `disabled`, no record)
-BUILT = [s for s in STAGES if s != "questions"]
+#: the stages these recipes run: the optional forecastbench and questions stages are off (reported `disabled`, no
+#: record)
+BUILT = [s for s in STAGES if s not in ("forecastbench", "questions")]
 
 
 @pytest.fixture(scope="module")
