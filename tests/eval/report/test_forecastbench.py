@@ -87,6 +87,24 @@ def test_pool_rounds_rules() -> None:
     ]
 
 
+def test_naive_rows_of_the_pooled_items_match_the_published_board() -> None:
+    """The items the published baseline board of 2026-08-21 pools, rebuilt from every resolution set by this
+    reader and pooling (fixture pooled_items.parquet, make_subset.py), give its naive rows within 0.2 Brier
+    Index points and 1% of N (the whole repository: the benchmark-marked test below)."""
+    frame = pl.read_parquet(FIXTURE / "pooled_items.parquet")
+    assert (FIXTURE / "pooled_items.as_of").read_text().strip() == "2026-08-21"
+    rebuilt = {r["model"]: r for r in naive_rows(frame)}
+    published = {r["model"]: r for r in published_naive_rows(FIXTURE / "leaderboards/csv/leaderboard_baseline.csv")}
+    assert set(rebuilt) == set(published) == {"Always 0", "Always 1", "Always 0.5"}
+    for model, pub in published.items():
+        for kind in ("dataset", "market", "overall"):
+            assert abs(rebuilt[model][f"index_{kind}"] - pub[f"index_{kind}"]) <= 0.2, (model, kind)
+            assert abs(rebuilt[model][f"n_{kind}"] - pub[f"n_{kind}"]) <= 0.01 * pub[f"n_{kind}"], (model, kind)
+    # not vacuous: "Always 0" is far from "Always 1" and from 50 on both kinds
+    assert rebuilt["Always 0"]["index_dataset"] == pytest.approx(37.64, abs=0.01)
+    assert rebuilt["Always 1"]["index_market"] == pytest.approx(11.87, abs=0.01)
+
+
 def test_published_naive_rows_fixture() -> None:
     rows = {
         r["model"]: r for r in published_naive_rows(FIXTURE / "leaderboards/csv/leaderboard_baseline.csv")
