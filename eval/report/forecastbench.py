@@ -375,11 +375,17 @@ def _index(x: float | None) -> float | None:
 
 
 def data_date(items: pl.DataFrame) -> date:
-    """The date of the resolution data: the latest resolution date of a resolved row (the leaderboard's run day
-    stand-in when no `as_of` is given; today when nothing is resolved)."""
-    done = items.filter(pl.col("resolved"))["resolution_date"].drop_nulls()
-    latest = done.max() if done.len() else None
-    return latest if isinstance(latest, date) else date.today()
+    """The date of the resolution data, the leaderboard's run day when no `as_of` is given: the latest resolution
+    date of a resolved DATASET row (a dataset row resolves only once its date has passed; a market row's
+    resolution date may be the market's scheduled end, months after it resolved early), else of any resolved
+    row; today when nothing is resolved."""
+    done = items.filter(pl.col("resolved") & pl.col("resolution_date").is_not_null())
+    for frame in (done.filter(pl.col("kind") == "dataset"), done):
+        if frame.height:
+            latest = frame["resolution_date"].max()
+            if isinstance(latest, date):
+                return latest
+    return date.today()
 
 
 def score_run(forecasts: pl.DataFrame, items: pl.DataFrame, fixed_effects: pl.DataFrame | None = None,
