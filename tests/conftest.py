@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
     from tests.support.work_units import UnitScheduling
 
+#: the real-browser fixtures (browser, page, page_problems) and their hooks: tests/support/browser.py
+pytest_plugins = ["tests.support.browser"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

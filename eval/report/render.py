@@ -113,7 +113,7 @@ def render_markdown(blocks: list[Block]) -> str:
 
 
 def render_html(blocks: list[Block], base: Path, title: str) -> str:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              ("<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
              "text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}</style>"),
