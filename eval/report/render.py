@@ -11,9 +11,11 @@ import base64
 import html
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import polars as pl
 
@@ -30,6 +32,14 @@ from forecast_env.eval.runs.store import read_record
 from forecast_env.store import atomic_write_json, atomic_write_text
 
 Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows) | ("img", title, relpath)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A table cell that links (the question's page in the run viewer); its text is escaped like any cell."""
+
+    text: str
+    href: str  # built by the report from quoted ids, never from free text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,6 +101,19 @@ def _ci(est: Mapping[str, Any] | None, digits: int = 4) -> str:
     return f"{_num(est['value'], digits)} [{_num(est['lo'], digits)}, {_num(est['hi'], digits)}]"
 
 
+def _md_cell(c: Any) -> str:
+    if isinstance(c, Link):
+        text = c.text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]").replace("\n", " ")
+        return f"[{text}]({c.href})"
+    return str(c)
+
+
+def _html_cell(c: Any) -> str:
+    if isinstance(c, Link):
+        return f"<a href=\"{html.escape(c.href, quote=True)}\">{html.escape(c.text)}</a>"
+    return html.escape(str(c))
+
+
 def render_markdown(blocks: list[Block]) -> str:
     out: list[str] = []
     for b in blocks:
@@ -105,7 +128,7 @@ def render_markdown(blocks: list[Block]) -> str:
             out.append("| " + " | ".join(headers) + " |")
             out.append("|" + "|".join("---" for _ in headers) + "|")
             for r in rows:
-                out.append("| " + " | ".join(str(c) for c in r) + " |")
+                out.append("| " + " | ".join(_md_cell(c) for c in r) + " |")
             out.append("")
         elif b[0] == "img":
             out.append(f"![{b[1]}]({b[2]})\n")
@@ -126,7 +149,7 @@ def render_html(blocks: list[Block], base: Path, title: str) -> str:
         elif b[0] == "table":
             parts.append("<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in b[1]) + "</tr>")
             for r in b[2]:
-                parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+                parts.append("<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in r) + "</tr>")
             parts.append("</table>")
         elif b[0] == "img":
             path = base / b[2]
@@ -189,6 +212,7 @@ def analyse(run: Mapping[str, Any], boot: metrics.Boot, n_bins: int = 10, skill_
         out["modes"] = None  # no episode run to compare with: the report says how to make one
     if forecastbench is not None:
         out["forecastbench"] = dict(forecastbench)
+    out["questions"] = question_rows(scored, run.get("events"))
     ev = None
     if run["meta"].get("mode") == "world":
         if run.get("tool_calls") is not None and run.get("world_days") is not None and scored.height:
@@ -230,7 +254,39 @@ def knowledge_cutoff_warning(meta: Mapping[str, Any]) -> str | None:
             "ablation (`--set llm.tools=false`).")
 
 
-def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots: Mapping[str, str]) -> list[Block]:
+def question_rows(scored: pl.DataFrame, events: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """One row per question: its text and each agent's mean Brier over its scored forecasts (report.json)."""
+    if not scored.height:
+        return []
+    means = scored.group_by("event_id", "agent").agg(pl.col("brier").mean()).sort("event_id", "agent")
+    text = dict(events.select("event_id", "question").iter_rows()) if events is not None and events.height else {}
+    rows: dict[str, dict[str, Any]] = {}
+    for eid, agent, brier in means.iter_rows():
+        row = rows.setdefault(eid, {"event_id": eid, "question": text.get(eid) or eid, "brier": {}})
+        row["brier"][agent] = brier
+    return list(rows.values())
+
+
+def _questions_blocks(rows: list[dict[str, Any]], viewer: str | None) -> list[Block]:
+    """Every question with each agent's Brier; the question links to its page in the run viewer (`viewer`: the
+    viewer's index.html relative to the report, None when it was not written)."""
+    if not rows:
+        return []
+    agents = sorted({a for r in rows for a in r["brier"]})
+    how = ("Each question opens its page in the run viewer (forecast path against the market, and every date's "
+           "searches, articles and notes): the static viewer written beside this report." if viewer else
+           "The run is too large for a static viewer beside the report: open a question with `forecast-env view "
+           "--run RUN` (a local server), or write one for chosen questions with `--out DIR --events id1,id2`.")
+    table = []
+    for r in rows:
+        label = f"{r['question']} ({r['event_id']})"
+        cell: Any = Link(label, f"{viewer}#/q/{quote(r['event_id'], safe='')}") if viewer else label
+        table.append([cell, *(_num(r["brier"].get(a), 3) if r["brier"].get(a) is not None else "-" for a in agents)])
+    return [("h2", "Questions"), ("p", how), ("table", ["question", *(f"Brier {a}" for a in agents)], table)]
+
+
+def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots: Mapping[str, str],
+            viewer: str | None = None) -> list[Block]:
     pct = f"{round(level * 100)}%"
     run_id = meta.get("run_id", "?")
     ablation = ablations((meta.get("config") or {}).get("env") or {})
@@ -338,6 +394,7 @@ def _blocks(res: Mapping[str, Any], meta: Mapping[str, Any], level: float, plots
     elif res.get("evidence_missing"):
         b.append(("h2", "Evidence diagnostics (articles read per question)"))
         b.append(("p", f"Undefined: {res['evidence_missing']}."))
+    b.extend(_questions_blocks(res.get("questions") or [], viewer))
     return b
 
 
@@ -458,16 +515,29 @@ def _evidence_blocks(ev: Mapping[str, Any], plots: Mapping[str, str]) -> list[Bl
     return b
 
 
+def _write_viewer(run_dir: Path, out_dir: Path) -> str | None:
+    """The run viewer as static files in `out_dir/viewer/` (docs/viewer.md) when the run is small enough for one
+    (`eval/viewer/export.py`); its index.html relative to the report, or None."""
+    from forecast_env.eval.viewer.export import MAX_QUESTION_SERIES, export_static
+
+    f = pl.read_parquet(run_dir / "forecasts.parquet", columns=["event_id", "agent"])
+    if f.select(pl.struct("event_id", "agent").n_unique()).item() > MAX_QUESTION_SERIES:
+        return None
+    export_static(run_dir, out_dir / "viewer")
+    return "viewer/index.html"
+
+
 def build_report(run_dir: str | Path, out: str | Path | None = None, config: Mapping[str, Any] | None = None,
-                 plots: bool = True, compare: str | Path | bool | None = None,
+                 plots: bool = True, compare: str | Path | bool | None = None, viewer: bool = True,
                  forecastbench_fixed_effects: str | Path | None = None) -> dict[str, Any]:
     """Write report.md, report.html (plots embedded), report.json and plots/*.png; returns their paths.
 
     `compare`: the run of the other mode to show side by side (a run directory); None looks for one in
     the same `runs/` folder (`modes.find_companion`), False shows none. When the run answered imported
-    ForecastBench items, a section scores them by its leaderboard's rules (pooling as of today), with the
-    question effects of `forecastbench_fixed_effects` (a CSV, Parquet or JSON file of ForecastBench's
-    effects) or, without it, effects estimated from the run's forecasters.
+    ForecastBench items, a section scores them by its leaderboard's rules (pooling as of the data's date), with
+    the question effects of `forecastbench_fixed_effects` (a CSV, Parquet or JSON file of ForecastBench's
+    effects) or, without it, effects estimated from the run's forecasters. `viewer`: also write the run viewer
+    as static files in `OUT/viewer/` (runs up to the static viewer's size) and link every question to its page.
     """
     run_dir = Path(run_dir)
     out_dir = Path(out) if out is not None else run_dir
@@ -490,7 +560,8 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, config: Map
         from forecast_env.eval.report.plots import draw_plots
 
         plot_paths = draw_plots(res, out_dir / "plots")
-    blocks = _blocks(res, run["meta"], boot.level, plot_paths)
+    viewer_page = _write_viewer(run_dir, out_dir) if viewer else None
+    blocks = _blocks(res, run["meta"], boot.level, plot_paths, viewer_page)
     md = render_markdown(blocks)
     md_path, html_path, json_path = out_dir / "report.md", out_dir / "report.html", out_dir / "report.json"
     atomic_write_text(md_path, md)

@@ -195,3 +195,18 @@ def test_world_run_and_compare_in_the_server(page: Page, ws: Path) -> None:
     finally:
         shutil.rmtree(ws / "runs" / WORLD_RUN / "viewer_cache", ignore_errors=True)
         next(gen, None)
+
+
+def test_the_report_links_each_question_to_its_viewer_page(page: Page, ws: Path, tmp_path: Path,
+                                                          dialogs: list[str]) -> None:
+    from forecast_env.eval.report.render import build_report
+
+    paths = build_report(ws / "runs" / EPISODE_RUN, out=tmp_path / "report", plots=False, compare=False)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(Path(paths["html"]).resolve().as_uri())
+    links = page.locator("a[href*='viewer/index.html#/q/']")
+    assert links.count() == _events(ws)["event_id"].n_unique()
+    page.locator(f"a[href$='#/q/{PLANTED}']").click()
+    page.locator("#chart svg").wait_for()
+    _check_planted_is_text(page)
+    assert dialogs == []
