@@ -9,6 +9,7 @@ The planted question (tests/eval/viewer/conftest.py) carries `</script>`, `<scri
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections.abc import Iterator
@@ -24,9 +25,20 @@ from tests.support.browser import axe_violations, describe_violations, screensho
 TIMEOUT_MS = 30_000
 
 
+#: what a model said, planted into the retrieval agent's part of the planted question (an LLM agent's messages)
+SAID = "I read </script><script>alert(2)</script> and <img src=y onerror=alert(3)>: No."
+
+
 @pytest.fixture(scope="module")
 def ws(viewer_base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_workspace(viewer_base, tmp_path_factory.mktemp("viewer_browser") / "ws")
+    out = copy_workspace(viewer_base, tmp_path_factory.mktemp("viewer_browser") / "ws")
+    part = out / "runs" / EPISODE_RUN / "parts" / "retrieval" / PLANTED / "r0.json"
+    doc = json.loads(part.read_text())
+    doc["messages"] = [{"role": "system", "content": "You are a forecaster."},
+                       {"role": "user", "content": "Forecast: " + str(PLANTED_QUESTION["question"])},
+                       {"role": "assistant", "content": SAID}]
+    part.write_text(json.dumps(doc))
+    return out
 
 
 def _serve(run_dir: Path, compare: Path | None = None) -> Iterator[str]:
@@ -134,6 +146,11 @@ def test_question_page_chart_transcript_and_compare(page: Page, served: str, dia
     assert blocks.count() >= 1
     page.select_option("#series-select", label="retrieval")
     page.locator(".date-block").first.wait_for()
+    # a model's messages, collapsed, shown as text: the planted </script> and onerror stay inert
+    messages = page.locator(".messages").first
+    messages.locator("summary").first.click()
+    expect(messages).to_contain_text("</script><script>alert(2)</script>")
+    assert page.locator("img[src='y']").count() == 0
     hits = page.locator(".search-hits li")
     assert hits.count() >= 1
     assert hits.first.inner_text().strip()
