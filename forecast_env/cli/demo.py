@@ -85,4 +85,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"\ndemo finished in {time.perf_counter() - t_all:.0f}s; everything is under {ws}")
     print(f"  corpus funnel: {ws / 'corpus' / 'report.md'}\n  events funnel: {ws / 'events' / 'report.md'}")
     print(f"  run report:    {run_dir / 'report.md'}\n                 {run_dir / 'report.html'}")
+    if (run_dir / "viewer" / "index.html").exists():
+        print(f"  run viewer:    {run_dir / 'viewer' / 'index.html'} (from disk), or: forecast-env view --run {run_dir}")
     return 0
