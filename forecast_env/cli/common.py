@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from forecast_env.config import SECTIONS, load_config, route_overrides
+from forecast_env.errors import RunError
 
 
 def positive_int(text: str) -> int:
@@ -47,3 +49,18 @@ def section_config(args: argparse.Namespace, section: str) -> dict[str, Any]:
     """One config section with the command's --config files and --set overrides (all overrides validated)."""
     routed = route_overrides(getattr(args, "overrides", []) or [], getattr(args, "config_sections", SECTIONS))
     return load_config(section, files=getattr(args, "config", []) or [], overrides=routed.get(section, []))
+
+
+def run_dir_arg(args: argparse.Namespace) -> Path:
+    """The run directory of `--run DIR`, or of `--workspace WS --run-id ID` (report, view): an error when missing."""
+    if args.run:
+        run_dir = Path(args.run)
+    elif args.workspace and args.run_id:
+        from forecast_env.store import Workspace
+
+        run_dir = Workspace.at(args.workspace).runs_dir / args.run_id
+    else:
+        raise RunError("give --run WS/runs/ID, or --workspace WS with --run-id ID")
+    if not run_dir.is_dir():
+        raise RunError(f"{run_dir}: no such run directory; runs live under WS/runs/")
+    return run_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from forecast_env.cli.common import add_common, section_config
+from forecast_env.cli.common import add_common, run_dir_arg, section_config
 from forecast_env.enums import ENGINES, PLAY_MODES
 from forecast_env.errors import RunError
 
@@ -85,22 +85,10 @@ def run_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_dir(args: argparse.Namespace) -> Path:
-    if args.run:
-        return Path(args.run)
-    if args.workspace and args.run_id:
-        from forecast_env.store import Workspace
-
-        return Workspace.at(args.workspace).runs_dir / args.run_id
-    raise RunError("give --run WS/runs/ID, or --workspace WS with --run-id ID")
-
-
 def report_cmd(args: argparse.Namespace) -> int:
     from forecast_env.eval.report.render import build_report
 
-    run_dir = _run_dir(args)
-    if not run_dir.is_dir():
-        raise RunError(f"{run_dir}: no such run directory; runs live under WS/runs/")
+    run_dir = run_dir_arg(args)
     compare: Path | bool | None = False if args.no_compare else None
     if args.compare:
         given = Path(args.compare)
