@@ -60,7 +60,6 @@ class Question:
     freeze_value: float | None  # None where the value is not a number (wikipedia's "Yes"/"No", "N/A")
     freeze_value_text: str  # the value as published, as text
     url: str
-    market_open: str = ""  # market_info_open_datetime as published ("" when "N/A" or absent)
 
 
 @dataclass(frozen=True)
@@ -178,8 +177,6 @@ def _questions(records: list[Any], name: str, errors: list[str]) -> list[Questio
                 freeze_value=value,
                 freeze_value_text="" if raw_value is None else str(raw_value),
                 url=_str(rec.get("url")),
-                market_open="" if _str(rec.get("market_info_open_datetime")) in ("", "N/A")
-                else _str(rec.get("market_info_open_datetime")),
             )
         )
     _flush(name, bad, errors)

@@ -291,7 +291,7 @@ def import_rounds(rounds: list[Round], splits: Splits, polymarket_conditions: Ma
 
 def _dataset(out: Imported, rnd: Round, q: Question, r: Resolution, item: dict[str, Any], splits: Splits) -> None:
     due = date.fromisoformat(rnd.due_date)
-    t_freeze, freeze_day = _freeze(q, due)
+    t_freeze = _freeze(q, due)[0]
     eid = dataset_event_id(rnd.due_date, r.source, r.id, int(item["horizon"]))
     item["event_id"] = eid
     out.n_in += 1
@@ -371,7 +371,7 @@ def _market(out: Imported, source: str, qid: str, appearances: list[tuple[Round,
         if late is not None:
             out.exclusions.append((eid, "split", "crossing_split", late))
             continue
-        t_freeze, freeze_day = _freeze(q, due)
+        t_freeze = _freeze(q, due)[0]
         prices: list[tuple[int, int, float]] = []
         v = q.freeze_value
         if v is not None and 0.0 <= v <= 1.0:
@@ -455,8 +455,7 @@ def write_items(ws: Workspace, items: list[dict[str, Any]], run: BuildRun) -> Pa
                 i["status"], i["detail"] = "pending", "not resolved in this round's set (the date is played)"
         elif eid in kept:
             i["status"] = "cut"
-            i["detail"] = (f"freeze day {day} not offered: the schedule's cut is {cut.get(eid)} or the round is "
-                           "past the event's split")
+            i["detail"] = f"freeze day {day} not offered: on or after the schedule's cut {cut.get(eid)}"
         else:
             i["status"], i["detail"] = "excluded", why.get(eid, "not kept")
     _due_values(ws, items)
